@@ -1,0 +1,60 @@
+# nvim-claude — build, run, test, bench.
+#
+#   make          build bin/nvim-claude (needs only Go)
+#   make run      build, fetch Neovim / the CLI if missing, open Neovim with :ClaudeStart
+#   make test     fetch what tests need (Neovim 0.7/0.10/0.12, the pinned CLI), run everything
+#
+# Downloads go to .cache/ (gitignored) and are reused.
+
+SHELL := /bin/bash
+GO ?= go
+CACHE_DIR ?= $(CURDIR)/.cache
+CLAUDE_VERSION ?= 2.1.330
+NVIM_LINES ?= 0.7 0.10 0.12
+export CACHE_DIR CLAUDE_VERSION
+export NVIM_DIST ?= $(CACHE_DIR)/nvim
+
+BIN := bin/nvim-claude
+GO_SOURCES := $(shell find cmd mcp nvimbridge plugin -name '*.go' -o -name '*.lua' 2>/dev/null) go.mod go.sum
+
+# Packages whose tests start Neovim: run once per Neovim line. The rest run once.
+NVIM_PKGS := ./nvimbridge/... ./plugin/... ./cmd/... ./internal/e2e/...
+PURE_PKGS := ./mcp/... ./internal/fakeapi/... ./internal/clienv/...
+
+.PHONY: all build run test test-deps vet lint bench clean
+
+all: build
+
+build: $(BIN)
+
+$(BIN): $(GO_SOURCES)
+	$(GO) build -trimpath -o $(BIN) ./cmd/nvim-claude
+
+# The editor: nvim on PATH, else Neovim 0.12 into .cache. The CLI: claude on
+# PATH, else the pinned version into .cache.
+run: build
+	@nvim=$$(command -v nvim || scripts/get-nvim 0.12) && \
+	claude=$$(command -v claude || scripts/install-claude $(CLAUDE_VERSION)) && \
+	echo "nvim: $$nvim  claude: $$claude" && \
+	exec "$$nvim" --cmd "set rtp^=$(CURDIR)" \
+	  -c "lua require('claude').setup({ terminal_cmd = { '$$claude' } })" \
+	  -c "ClaudeStart"
+
+test-deps:
+	@for l in $(NVIM_LINES); do scripts/get-nvim $$l >/dev/null || exit 1; done
+	@scripts/install-claude $(CLAUDE_VERSION) >/dev/null
+
+vet:
+	$(GO) vet ./...
+	@out=$$(gofmt -l cmd mcp nvimbridge plugin internal); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
+
+test: test-deps vet build
+	CLAUDE_BIN=$$(scripts/install-claude $(CLAUDE_VERSION)) $(GO) test -race -count=1 $(PURE_PKGS)
+	@set -e; for l in $(NVIM_LINES); do \
+	  nv=$$(scripts/get-nvim $$l); echo "=== Neovim $$l ($$nv)"; \
+	  NVIM_BIN=$$nv CLAUDE_BIN=$$(scripts/install-claude $(CLAUDE_VERSION)) \
+	    $(GO) test -race -count=1 -timeout 15m $(NVIM_PKGS); \
+	done
+
+clean:
+	rm -rf bin

@@ -1,0 +1,129 @@
+// Command nvim-claude is the Go host of the nvim-claude Neovim plugin.
+//
+// Neovim starts it as an RPC job (jobstart({bin}, {rpc = true})): stdin and
+// stdout carry msgpack-RPC and nothing else may write to stdout. Logs go to
+// the file named by -log-file.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/nvim-claude/nvim-claude/nvimbridge"
+	"github.com/nvim-claude/nvim-claude/plugin"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdin io.Reader, stdout io.WriteCloser, stderr io.Writer) int {
+	fs := flag.NewFlagSet("nvim-claude", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	showVersion := fs.Bool("version", false, "print the version and exit")
+	logFile := fs.String("log-file", "", "append logs to this file (default: no log)")
+	logLevel := fs.String("log-level", "warn", "trace|debug|info|warn|error")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *showVersion {
+		fmt.Fprintln(stdout, "nvim-claude", plugin.Version)
+		return 0
+	}
+
+	log, closeLog, err := openLog(*logFile, *logLevel)
+	if err != nil {
+		fmt.Fprintln(stderr, "nvim-claude:", err)
+		return 2
+	}
+	defer closeLog()
+
+	// stdout is the RPC channel: anything printed by accident would corrupt
+	// it, so the process-wide Stdout now points at stderr.
+	os.Stdout = os.Stderr
+
+	bridge, err := nvimbridge.New(stdin, stdout, stdout, log.With("component", "nvim"))
+	if err != nil {
+		log.Error("connect to Neovim", "err", err)
+		return 1
+	}
+	app := plugin.New(plugin.Options{Editor: bridge, Logger: log})
+	if err := app.Register(bridge); err != nil {
+		log.Error("register handlers", "err", err)
+		return 1
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)
+	defer stop()
+	served := make(chan error, 1)
+	go func() { served <- bridge.Serve() }()
+	log.Info("started", "version", plugin.Version, "pid", os.Getpid())
+
+	code := 0
+	select {
+	case err := <-served:
+		// Neovim closed the channel: it exited or stopped the job.
+		if err != nil && !errors.Is(err, io.EOF) {
+			log.Warn("rpc channel closed", "err", err)
+		}
+	case <-ctx.Done():
+		log.Info("signal received; shutting down")
+		code = 0
+	}
+	if err := app.Close(); err != nil {
+		log.Error("shutdown", "err", err)
+		code = 1
+	}
+	_ = bridge.Close()
+	log.Info("stopped")
+	return code
+}
+
+// openLog returns a logger writing to path at level (no file: discard).
+func openLog(path, level string) (*slog.Logger, func(), error) {
+	lvl, err := parseLevel(level)
+	if err != nil {
+		return nil, nil, err
+	}
+	if path == "" {
+		return slog.New(slog.NewTextHandler(io.Discard, nil)), func() {}, nil
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open log file: %w", err)
+	}
+	h := slog.NewTextHandler(f, &slog.HandlerOptions{Level: lvl, ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.LevelKey && a.Value.Any() == levelTrace {
+			a.Value = slog.StringValue("TRACE")
+		}
+		return a
+	}})
+	return slog.New(h), func() { _ = f.Close() }, nil
+}
+
+// levelTrace is below slog's debug level.
+const levelTrace = slog.Level(-8)
+
+func parseLevel(s string) (slog.Level, error) {
+	switch strings.ToLower(s) {
+	case "trace":
+		return levelTrace, nil
+	case "debug":
+		return slog.LevelDebug, nil
+	case "info", "":
+		return slog.LevelInfo, nil
+	case "warn", "warning":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return 0, fmt.Errorf("unknown log level %q (want trace, debug, info, warn or error)", s)
+}

@@ -1,0 +1,218 @@
+-- Options: defaults, validation and the merged result.
+local M = {}
+
+local levels = { trace = 0, debug = 1, info = 2, warn = 3, error = 4 }
+local level_names = { [0] = "trace", "debug", "info", "warn", "error", "error" }
+
+local function plugin_root()
+  -- this file is <root>/lua/claude/config.lua
+  local src = debug.getinfo(1, "S").source:sub(2)
+  return vim.fn.fnamemodify(src, ":p:h:h:h")
+end
+
+--- The defaults. Documented in doc/nvim-claude.txt (claude-config).
+function M.defaults()
+  return {
+    bin = nil, -- <plugin root>/bin/nvim-claude
+    terminal_cmd = "claude",
+    env = {},
+    auto_start = false,
+    log_level = "warn",
+    log_file = nil, -- stdpath("log")/nvim-claude.log
+    terminal = {
+      provider = "native",
+      split_side = "right",
+      width = 0.35,
+    },
+  }
+end
+
+-- Schema: for each option the accepted Lua types and an optional check that
+-- returns an error message. Nested tables are schemas of their own.
+local function one_of(...)
+  local allowed = { ... }
+  return function(v)
+    for _, a in ipairs(allowed) do
+      if v == a then
+        return nil
+      end
+    end
+    return "must be one of " .. table.concat(
+      vim.tbl_map(function(a)
+        return string.format("%q", a)
+      end, allowed),
+      ", "
+    )
+  end
+end
+
+local schema = {
+  bin = { types = { "string" } },
+  terminal_cmd = {
+    types = { "string", "table" },
+    check = function(v)
+      if type(v) == "table" then
+        if #v == 0 then
+          return "must not be an empty list"
+        end
+        for _, part in ipairs(v) do
+          if type(part) ~= "string" then
+            return "must be a string or a list of strings"
+          end
+        end
+      elseif v == "" then
+        return "must not be empty"
+      end
+    end,
+  },
+  env = {
+    types = { "table" },
+    check = function(v)
+      for k, val in pairs(v) do
+        if type(k) ~= "string" or (type(val) ~= "string" and type(val) ~= "number") then
+          return "must map variable names to strings"
+        end
+      end
+    end,
+  },
+  auto_start = { types = { "boolean" } },
+  log_level = {
+    types = { "string", "number" },
+    check = function(v)
+      if type(v) == "number" then
+        if not level_names[v] then
+          return "must be a vim.log.levels value"
+        end
+      elseif not levels[v:lower()] then
+        return 'must be "trace", "debug", "info", "warn", "error" or a vim.log.levels value'
+      end
+    end,
+  },
+  log_file = { types = { "string" } },
+  terminal = {
+    table = {
+      provider = { types = { "string" }, check = one_of("native", "snacks", "none") },
+      split_side = { types = { "string" }, check = one_of("right", "left", "bottom", "top") },
+      width = {
+        types = { "number" },
+        check = function(v)
+          if v <= 0 or (v >= 1 and v ~= math.floor(v)) then
+            return "must be a fraction of the editor (0 < width < 1) or a number of columns"
+          end
+        end,
+      },
+    },
+  },
+}
+
+-- validate walks opts against schema and collects every problem.
+local function validate(opts, sch, prefix, problems)
+  for key, val in pairs(opts) do
+    local name = prefix .. tostring(key)
+    local spec = sch[key]
+    if not spec then
+      table.insert(problems, string.format("unknown option '%s'", name))
+    elseif spec.table then
+      if type(val) ~= "table" then
+        table.insert(problems, string.format("option '%s' must be a table, got %s", name, type(val)))
+      else
+        validate(val, spec.table, name .. ".", problems)
+      end
+    elseif not vim.tbl_contains(spec.types, type(val)) then
+      table.insert(
+        problems,
+        string.format("option '%s' must be a %s, got %s", name, table.concat(spec.types, " or "), type(val))
+      )
+    elseif spec.check then
+      local msg = spec.check(val)
+      if msg then
+        table.insert(problems, string.format("option '%s' %s", name, msg))
+      end
+    end
+  end
+end
+
+-- drop removes the offending keys so the rest of the config still applies.
+local function clean(opts, sch)
+  local out = {}
+  for key, val in pairs(opts) do
+    local spec = sch[key]
+    if spec then
+      if spec.table then
+        if type(val) == "table" then
+          out[key] = clean(val, spec.table)
+        end
+      elseif vim.tbl_contains(spec.types, type(val)) and not (spec.check and spec.check(val)) then
+        out[key] = val
+      end
+    end
+  end
+  return out
+end
+
+M.options = M.defaults()
+
+--- Validates opts, merges them over the defaults and stores the result in
+--- M.options. Returns the list of problems (empty when all is well); invalid
+--- options are ignored, valid ones apply.
+function M.apply(opts)
+  opts = opts or {}
+  local problems = {}
+  if type(opts) ~= "table" then
+    problems = { "setup() takes a table of options, got " .. type(opts) }
+    opts = {}
+  else
+    validate(opts, schema, "", problems)
+    opts = clean(opts, schema)
+  end
+  M.options = vim.tbl_deep_extend("force", M.defaults(), opts)
+  if opts.env then
+    -- env replaces, not merges: removing a variable must be possible.
+    M.options.env = vim.deepcopy(opts.env)
+  end
+  return problems
+end
+
+function M.root()
+  return plugin_root()
+end
+
+--- Path of the Go host binary.
+function M.bin()
+  return M.options.bin or (plugin_root() .. "/bin/nvim-claude")
+end
+
+--- Log level as the name the Go host takes.
+function M.log_level()
+  local v = M.options.log_level
+  if type(v) == "number" then
+    return level_names[v]
+  end
+  return v:lower()
+end
+
+function M.log_file()
+  if M.options.log_file then
+    return vim.fn.expand(M.options.log_file)
+  end
+  local ok, dir = pcall(vim.fn.stdpath, "log")
+  if not ok then
+    dir = vim.fn.stdpath("cache") -- Neovim 0.7 has no stdpath("log")
+  end
+  return dir .. "/nvim-claude.log"
+end
+
+--- The Claude config directory, where the CLI looks for lock files:
+--- CLAUDE_CONFIG_DIR from opts.env, else Neovim's own, else ~/.claude.
+function M.claude_config_dir()
+  local dir = M.options.env.CLAUDE_CONFIG_DIR
+  if dir == nil or dir == "" then
+    dir = vim.env.CLAUDE_CONFIG_DIR
+  end
+  if dir == nil or dir == "" then
+    dir = "~/.claude"
+  end
+  return vim.fn.fnamemodify(vim.fn.expand(dir), ":p"):gsub("/$", "")
+end
+
+return M

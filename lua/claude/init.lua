@@ -1,0 +1,145 @@
+-- nvim-claude: Claude Code in Neovim. Public Lua interface; see
+-- :help nvim-claude.
+local M = {}
+
+M.version = require("claude.version")
+
+local setup_done = false
+
+--- Applies options. Starts nothing (unless auto_start): the Go host starts
+--- on the first command.
+function M.setup(opts)
+  local config = require("claude.config")
+  local problems = config.apply(opts)
+  if #problems > 0 then
+    vim.notify("nvim-claude: " .. table.concat(problems, "; "), vim.log.levels.ERROR, { title = "nvim-claude" })
+  end
+  require("claude.commands").create()
+  if config.options.auto_start and not setup_done then
+    if vim.v.vim_did_enter == 1 then
+      vim.schedule(M.serve_quiet)
+    else
+      vim.api.nvim_create_autocmd("VimEnter", {
+        group = vim.api.nvim_create_augroup("nvim-claude-auto-start", { clear = true }),
+        desc = "nvim-claude: auto_start",
+        once = true,
+        callback = function()
+          vim.schedule(M.serve_quiet)
+        end,
+      })
+    end
+  end
+  setup_done = true
+end
+
+local function fail(msg)
+  vim.notify(msg, vim.log.levels.ERROR, { title = "nvim-claude" })
+  return nil
+end
+
+--- Starts the IDE server without a terminal; returns the status or nil.
+function M.serve_quiet()
+  local st, err = require("claude.server").start()
+  if not st then
+    return fail(err)
+  end
+  return st
+end
+
+--- The exact command that connects a CLI started elsewhere.
+function M.connect_hint(port)
+  return string.format("cd %s && CLAUDE_CODE_SSE_PORT=%d claude", vim.fn.shellescape(vim.fn.getcwd(-1, -1)), port)
+end
+
+--- :ClaudeStart [args]: the server plus the CLI in a terminal split.
+function M.start(args)
+  local config = require("claude.config")
+  local st = M.serve_quiet()
+  if not st then
+    return
+  end
+  if config.options.terminal.provider == "none" then
+    vim.notify(
+      "nvim-claude: listening on port " .. st.port .. ". Run the CLI yourself:\n  " .. M.connect_hint(st.port),
+      vim.log.levels.INFO,
+      { title = "nvim-claude" }
+    )
+    return st
+  end
+  require("claude.terminal").open(st.port, args)
+  return st
+end
+
+--- :ClaudeServe: the server only, for a CLI run elsewhere.
+function M.serve()
+  local st = M.serve_quiet()
+  if not st then
+    return
+  end
+  vim.notify(
+    string.format(
+      "nvim-claude: listening on 127.0.0.1:%d (lock %s).\nIn a shell in this project run:\n  %s\n(or `claude --ide`, or /ide inside a running claude)",
+      st.port,
+      st.lock_file,
+      M.connect_hint(st.port)
+    ),
+    vim.log.levels.INFO,
+    { title = "nvim-claude" }
+  )
+  return st
+end
+
+--- :ClaudeToggle: show / focus / hide the terminal, starting it if needed.
+function M.toggle()
+  if not require("claude.terminal").toggle() then
+    M.start({})
+  end
+end
+
+--- :ClaudeStop: the CLI terminal, the server and the lock file.
+function M.stop()
+  require("claude.terminal").close()
+  require("claude.server").stop()
+end
+
+--- The state of the integration. Never starts anything.
+function M.status()
+  local s = require("claude.server").state()
+  local clients = {}
+  for _, c in ipairs(s.clients or {}) do
+    table.insert(clients, { pid = c.pid })
+  end
+  return {
+    running = s.chan ~= nil and s.running or false,
+    port = s.port,
+    lock_file = s.lock_file,
+    clients = clients,
+    terminal = require("claude.terminal").info(),
+  }
+end
+
+--- :ClaudeStatus text.
+function M.status_text()
+  local st = M.status()
+  if not st.running then
+    return "nvim-claude: not running (:ClaudeStart or :ClaudeServe starts it)"
+  end
+  local pids = {}
+  for _, c in ipairs(st.clients) do
+    table.insert(pids, tostring(c.pid))
+  end
+  local lines = {
+    string.format("nvim-claude %s: listening on 127.0.0.1:%d", M.version, st.port),
+    "lock file: " .. st.lock_file,
+    "connected CLIs: " .. (#pids > 0 and ("pid " .. table.concat(pids, ", pid ")) or "none"),
+  }
+  if st.terminal then
+    table.insert(lines, string.format("terminal: buffer %d, pid %d", st.terminal.bufnr, st.terminal.pid))
+  end
+  if #pids == 0 then
+    table.insert(lines, "connect a CLI: " .. M.connect_hint(st.port))
+  end
+  return table.concat(lines, "\n")
+end
+
+return M

@@ -1,0 +1,215 @@
+-- The Go host job: start, stop, requests, and the state it pushes to us.
+local config = require("claude.config")
+local util = require("claude.util")
+
+local M = {}
+
+local state = {
+  chan = nil, -- job/channel id of the Go host
+  stopping = false, -- set while we stop the job ourselves
+  running = false, -- IDE server listening
+  port = nil,
+  lock_file = nil,
+  clients = {},
+  stderr = {},
+}
+local augroup
+
+local function reset()
+  state.chan = nil
+  state.running = false
+  state.port = nil
+  state.lock_file = nil
+  state.clients = {}
+  state.stderr = {}
+end
+
+local function remove_lock()
+  if state.lock_file then
+    pcall(os.remove, state.lock_file)
+  end
+end
+
+local function on_exit(job, code)
+  if state.chan ~= job then
+    return
+  end
+  local expected = state.stopping
+  local lock = state.lock_file
+  remove_lock()
+  local tail = table.concat(state.stderr, "\n")
+  reset()
+  if not expected then
+    local msg = string.format(
+      "nvim-claude: the Go host exited (code %d)%s. The next :ClaudeStart restarts it. Log: %s",
+      code,
+      lock and "; its lock file was removed" or "",
+      config.log_file()
+    )
+    if tail ~= "" then
+      msg = msg .. "\n" .. tail
+    end
+    util.notify(msg, vim.log.levels.ERROR)
+  end
+  util.emit("ClaudeStopped", {})
+end
+
+local function on_stderr(_, data)
+  for _, line in ipairs(data or {}) do
+    if line ~= "" then
+      table.insert(state.stderr, line)
+      if #state.stderr > 20 then
+        table.remove(state.stderr, 1)
+      end
+    end
+  end
+end
+
+--- Starts the Go host job if it is not running. Returns the channel id, or
+--- nil and a message a person can act on.
+function M.ensure_job()
+  if state.chan then
+    return state.chan
+  end
+  local bin = config.bin()
+  if vim.fn.executable(bin) ~= 1 then
+    return nil,
+      string.format(
+        "nvim-claude: the Go host %s is missing. Build it with `make` in %s (needs Go), or set the `bin` option.",
+        bin,
+        config.root()
+      )
+  end
+  local log_file = config.log_file()
+  vim.fn.mkdir(vim.fn.fnamemodify(log_file, ":h"), "p")
+  local ok, chan = pcall(vim.fn.jobstart, { bin, "-log-file", log_file, "-log-level", config.log_level() }, {
+    rpc = true,
+    on_exit = on_exit,
+    on_stderr = on_stderr,
+  })
+  if not ok or chan <= 0 then
+    return nil, string.format("nvim-claude: could not start %s: %s", bin, ok and chan or tostring(chan))
+  end
+  state.chan = chan
+  state.stopping = false
+  return chan
+end
+
+--- Sends a request to the Go host. Returns the decoded result, or nil and
+--- an error message.
+function M.request(method, params)
+  local chan, err = M.ensure_job()
+  if not chan then
+    return nil, err
+  end
+  local payload = vim.json.encode(params == nil and vim.empty_dict() or params)
+  local ok, res = pcall(vim.fn.rpcrequest, chan, method, payload)
+  if not ok then
+    return nil, "nvim-claude: " .. method .. ": " .. tostring(res)
+  end
+  if res == nil or res == "" or res == vim.NIL then
+    return nil
+  end
+  return vim.json.decode(res)
+end
+
+--- Sends a notification to the Go host if it runs (never starts it).
+function M.notify(method, params)
+  if not state.chan then
+    return
+  end
+  pcall(vim.fn.rpcnotify, state.chan, method, vim.json.encode(params == nil and vim.empty_dict() or params))
+end
+
+local function apply_status(st)
+  state.running = st.running
+  state.port = st.port
+  state.lock_file = st.lock_file
+  state.clients = st.clients or {}
+end
+
+local function create_autocmds()
+  if augroup then
+    return
+  end
+  augroup = vim.api.nvim_create_augroup("nvim-claude-server", { clear = true })
+  vim.api.nvim_create_autocmd("DirChanged", {
+    group = augroup,
+    desc = "nvim-claude: keep the lock file's workspace folder current",
+    callback = function()
+      -- only the global cwd is the workspace (not :lcd / :tcd of one window)
+      if vim.v.event and vim.v.event.scope and vim.v.event.scope ~= "global" then
+        return
+      end
+      M.notify("cwd_changed", { cwd = vim.fn.getcwd(-1, -1) })
+    end,
+  })
+  vim.api.nvim_create_autocmd("VimLeavePre", {
+    group = augroup,
+    desc = "nvim-claude: remove the lock file on exit",
+    callback = function()
+      M.shutdown()
+    end,
+  })
+end
+
+--- Starts the IDE server (and the job if needed). Returns the status or nil
+--- and an error message.
+function M.start()
+  local st, err = M.request("start", {
+    pid = vim.fn.getpid(),
+    cwd = vim.fn.getcwd(-1, -1),
+    config_dir = config.claude_config_dir(),
+  })
+  if not st then
+    return nil, err or "nvim-claude: the Go host gave no answer to start"
+  end
+  apply_status(st)
+  create_autocmds()
+  return st
+end
+
+--- Stops the server and the job, and removes the lock file.
+function M.stop()
+  local chan = state.chan
+  if not chan then
+    return
+  end
+  state.stopping = true
+  pcall(vim.fn.rpcrequest, chan, "stop", "{}")
+  remove_lock()
+  pcall(vim.fn.jobstop, chan)
+  vim.fn.jobwait({ chan }, 2000)
+  if state.chan == chan then
+    -- on_exit may not have run yet (it is scheduled); the state is ours now
+    reset()
+  end
+end
+
+-- shutdown runs at VimLeavePre: remove the lock synchronously (the job may
+-- outlive us by a moment) and let Neovim end the job.
+function M.shutdown()
+  state.stopping = true
+  remove_lock()
+end
+
+--- Receives events the Go host pushes (see nvimbridge/lua/bridge.lua).
+function M._on_event(name, data)
+  if name == "clients" then
+    state.clients = data.clients or {}
+  elseif name == "connected" then
+    util.emit("ClaudeConnected", data)
+  elseif name == "disconnected" then
+    util.emit("ClaudeDisconnected", data)
+  end
+end
+
+function M.state()
+  return state
+end
+
+function M.is_running()
+  return state.chan ~= nil and state.running
+end
+
+return M

@@ -1,0 +1,239 @@
+-- The Claude Code CLI in a terminal split.
+local config = require("claude.config")
+local util = require("claude.util")
+
+local M = {}
+
+local term = { bufnr = nil, job_id = nil, pid = nil }
+
+local loopback = { "localhost", "127.0.0.1", "::1" }
+
+-- with_loopback appends the loopback names to a no_proxy list, so a proxy
+-- in the environment does not swallow the CLI's connection to us.
+local function with_loopback(list)
+  local have = {}
+  local parts = {}
+  for item in (list or ""):gmatch("[^,]+") do
+    item = vim.trim(item)
+    if item ~= "" then
+      have[item] = true
+      table.insert(parts, item)
+    end
+  end
+  for _, name in ipairs(loopback) do
+    if not have[name] then
+      table.insert(parts, name)
+    end
+  end
+  return table.concat(parts, ",")
+end
+
+--- The environment for a CLI that talks to the server on port.
+function M.env(port)
+  local user = config.options.env or {}
+  local env = {}
+  for k, v in pairs(user) do
+    env[k] = tostring(v)
+  end
+  env.CLAUDE_CODE_SSE_PORT = tostring(port)
+  env.ENABLE_IDE_INTEGRATION = "true"
+  env.no_proxy = with_loopback(user.no_proxy or vim.env.no_proxy)
+  env.NO_PROXY = with_loopback(user.NO_PROXY or vim.env.NO_PROXY)
+  return env
+end
+
+--- The command line: terminal_cmd plus extra args.
+function M.cmd(args)
+  local base = config.options.terminal_cmd
+  local cmd
+  if type(base) == "table" then
+    cmd = vim.deepcopy(base)
+  else
+    -- a string is split like a shell word list would be for the simple case
+    cmd = vim.split(base, "%s+", { trimempty = true })
+  end
+  for _, a in ipairs(args or {}) do
+    table.insert(cmd, a)
+  end
+  return cmd
+end
+
+local function alive()
+  return term.bufnr and vim.api.nvim_buf_is_valid(term.bufnr) and term.job_id
+    and vim.fn.jobwait({ term.job_id }, 0)[1] == -1
+end
+
+local function window()
+  if not term.bufnr then
+    return nil
+  end
+  for _, win in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+    if vim.api.nvim_win_get_buf(win) == term.bufnr then
+      return win
+    end
+  end
+end
+
+-- open_window makes the split the terminal lives in and returns its id.
+local function open_window()
+  local opts = config.options.terminal
+  local side = opts.split_side
+  local vertical = side == "right" or side == "left"
+  local total = vertical and vim.o.columns or vim.o.lines
+  local size = opts.width < 1 and math.floor(total * opts.width) or opts.width
+  local cmd = ({
+    right = "botright vsplit",
+    left = "topleft vsplit",
+    bottom = "botright split",
+    top = "topleft split",
+  })[side]
+  vim.cmd(cmd)
+  local win = vim.api.nvim_get_current_win()
+  if vertical then
+    vim.api.nvim_win_set_width(win, math.max(size, 20))
+  else
+    vim.api.nvim_win_set_height(win, math.max(size, 5))
+  end
+  return win
+end
+
+local function show(focus)
+  local win = window()
+  if not win then
+    local prev = vim.api.nvim_get_current_win()
+    win = open_window()
+    vim.api.nvim_win_set_buf(win, term.bufnr)
+    vim.wo[win].number = false
+    vim.wo[win].relativenumber = false
+    vim.wo[win].signcolumn = "no"
+    if not focus then
+      vim.api.nvim_set_current_win(prev)
+    end
+  end
+  if focus then
+    vim.api.nvim_set_current_win(win)
+    vim.cmd("startinsert")
+  end
+  return win
+end
+
+--- Opens the CLI in a terminal split (or shows the one already running).
+--- port is the IDE server's port; args are extra CLI arguments.
+function M.open(port, args, focus)
+  if focus == nil then
+    focus = true
+  end
+  if alive() then
+    show(focus)
+    return term
+  end
+  local prev = vim.api.nvim_get_current_win()
+  local win = open_window()
+  local buf = vim.api.nvim_create_buf(false, false)
+  vim.api.nvim_win_set_buf(win, buf)
+  local cmd = M.cmd(args)
+  local opts = {
+    cwd = vim.fn.getcwd(-1, -1),
+    env = M.env(port),
+    on_exit = function(job, code)
+      vim.schedule(function()
+        M._on_exit(job, code)
+      end)
+    end,
+  }
+  local ok, job
+  if vim.fn.has("nvim-0.11") == 1 then
+    opts.term = true
+    ok, job = pcall(vim.fn.jobstart, cmd, opts)
+  else
+    ok, job = pcall(vim.fn.termopen, cmd, opts)
+  end
+  if not ok or job <= 0 then
+    pcall(vim.api.nvim_win_close, win, true)
+    pcall(vim.api.nvim_buf_delete, buf, { force = true })
+    local why = not ok and tostring(job) or (job == -1 and (cmd[1] .. " is not executable") or "invalid arguments")
+    util.notify(
+      string.format("nvim-claude: could not start %s: %s (set the terminal_cmd option)", table.concat(cmd, " "), why),
+      vim.log.levels.ERROR
+    )
+    return nil
+  end
+  term = { bufnr = buf, job_id = job, pid = vim.fn.jobpid(job) }
+  vim.bo[buf].bufhidden = "hide"
+  vim.bo[buf].buflisted = false
+  pcall(vim.api.nvim_buf_set_var, buf, "claude_terminal", true)
+  vim.bo[buf].filetype = "claude"
+  vim.wo[win].number = false
+  vim.wo[win].relativenumber = false
+  vim.wo[win].signcolumn = "no"
+  if focus then
+    vim.cmd("startinsert")
+  else
+    vim.api.nvim_set_current_win(prev)
+  end
+  return term
+end
+
+function M._on_exit(job, code)
+  if term.job_id ~= job then
+    return
+  end
+  local buf = term.bufnr
+  term = { bufnr = nil, job_id = nil, pid = nil }
+  -- A clean exit closes the split; a failure stays on screen to be read.
+  if code == 0 and buf and vim.api.nvim_buf_is_valid(buf) then
+    for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+      if #vim.api.nvim_list_wins() > 1 then
+        pcall(vim.api.nvim_win_close, win, true)
+      end
+    end
+    pcall(vim.api.nvim_buf_delete, buf, { force = true })
+  end
+end
+
+--- Show / focus / hide the terminal. Returns false when there is none.
+function M.toggle()
+  if not alive() then
+    return false
+  end
+  local win = window()
+  if win and win == vim.api.nvim_get_current_win() then
+    if #vim.api.nvim_list_wins() > 1 then
+      vim.api.nvim_win_close(win, false)
+    end
+  elseif win then
+    vim.api.nvim_set_current_win(win)
+    vim.cmd("startinsert")
+  else
+    show(true)
+  end
+  return true
+end
+
+--- Stops the CLI and closes its terminal.
+function M.close()
+  local job, buf = term.job_id, term.bufnr
+  term = { bufnr = nil, job_id = nil, pid = nil }
+  if job then
+    pcall(vim.fn.jobstop, job)
+    vim.fn.jobwait({ job }, 2000)
+  end
+  if buf and vim.api.nvim_buf_is_valid(buf) then
+    for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+      if #vim.api.nvim_list_wins() > 1 then
+        pcall(vim.api.nvim_win_close, win, true)
+      end
+    end
+    pcall(vim.api.nvim_buf_delete, buf, { force = true })
+  end
+end
+
+--- {bufnr, job_id, pid} of the running terminal, or nil.
+function M.info()
+  if alive() then
+    return { bufnr = term.bufnr, job_id = term.job_id, pid = term.pid }
+  end
+  return nil
+end
+
+return M

@@ -1,0 +1,26 @@
+-- Small helpers shared by the Lua modules, with the compatibility shims
+-- Neovim 0.7 needs.
+local M = {}
+
+--- vim.notify with the plugin's title, safe from fast contexts and callbacks.
+function M.notify(msg, level)
+  vim.schedule(function()
+    vim.notify(msg, level or vim.log.levels.INFO, { title = "nvim-claude" })
+  end)
+end
+
+--- Fires `User <pattern>` with data (Neovim 0.8+ passes data to callbacks;
+--- 0.7 fires the event without it). Scheduled, so user callbacks never run
+--- inside an RPC call from the Go host.
+function M.emit(pattern, data)
+  vim.schedule(function()
+    local ok = pcall(vim.api.nvim_exec_autocmds, "User", { pattern = pattern, modeline = false, data = data })
+    if not ok then
+      pcall(vim.api.nvim_exec_autocmds, "User", { pattern = pattern, modeline = false })
+    end
+  end)
+end
+
+M.uv = vim.uv or vim.loop
+
+return M

@@ -1,0 +1,249 @@
+// Package nvimbridge is the Neovim side of nvim-claude: the only package that
+// imports go-client. It carries editor facts in and editor actions out.
+//
+// Every exchange with Neovim crosses as a single JSON string: Lua requests
+// arrive as one JSON argument and get one JSON string back, and Go calls into
+// the embedded Lua module (lua/bridge.lua) with one JSON argument and decode a
+// JSON reply. A compound query is one Lua function, so it costs one round
+// trip, and large results (whole buffers) stay one msgpack string instead of
+// a table of thousands of small objects.
+package nvimbridge
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/neovim/go-client/nvim"
+)
+
+//go:embed lua/bridge.lua
+var bridgeLua string
+
+// moduleKey is where bridge.lua stores itself in package.loaded. The name is
+// not resolvable on 'runtimepath', which keeps it private to this binary.
+const moduleKey = "nvim-claude.bridge"
+
+// DefaultTimeout bounds a call into Neovim when the caller's context has no
+// deadline. Neovim answers API calls from its main loop; a prompt that blocks
+// the loop (hit-enter, input()) would otherwise stall a caller forever.
+const DefaultTimeout = 10 * time.Second
+
+// ErrTimeout reports that Neovim did not answer in time.
+var ErrTimeout = errors.New("neovim did not answer in time")
+
+// Bridge is a connection to the Neovim that runs this process (or, in tests,
+// to a child Neovim).
+type Bridge struct {
+	v   *nvim.Nvim
+	log *slog.Logger
+
+	ctx    context.Context // cancelled by Close; handed to request handlers
+	cancel context.CancelFunc
+
+	loadMu sync.Mutex
+	loaded bool
+}
+
+// New connects to Neovim over r/w (stdin/stdout for an RPC job). Call Serve
+// to process messages.
+func New(r io.Reader, w io.Writer, c io.Closer, log *slog.Logger) (*Bridge, error) {
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	v, err := nvim.New(r, w, c, func(format string, args ...any) {
+		log.Debug("go-client: " + fmt.Sprintf(format, args...))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("msgpack-rpc endpoint: %w", err)
+	}
+	return Wrap(v, log), nil
+}
+
+// Wrap makes a Bridge from an existing client (tests use a child Neovim).
+func Wrap(v *nvim.Nvim, log *slog.Logger) *Bridge {
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Bridge{v: v, log: log, ctx: ctx, cancel: cancel}
+}
+
+// Serve processes messages from Neovim until it disconnects.
+func (b *Bridge) Serve() error {
+	defer b.cancel()
+	return b.v.Serve()
+}
+
+// Close cancels in-flight handlers and closes the connection.
+func (b *Bridge) Close() error {
+	b.cancel()
+	return b.v.Close()
+}
+
+// Done is closed when the connection to Neovim is gone or Close was called.
+func (b *Bridge) Done() <-chan struct{} { return b.ctx.Done() }
+
+// HandleRequest registers a handler for rpcrequest(chan, method, json) from
+// Lua. The handler's result is returned to Lua as a JSON string; an error
+// becomes a Lua error whose message is err.Error().
+func (b *Bridge) HandleRequest(method string, h func(ctx context.Context, params json.RawMessage) (any, error)) error {
+	return b.v.RegisterHandler(method, func(args ...any) (string, error) {
+		res, err := h(b.ctx, firstArg(args))
+		if err != nil {
+			b.log.Debug("lua request failed", "method", method, "err", err)
+			return "", err
+		}
+		out, err := json.Marshal(res)
+		if err != nil {
+			return "", fmt.Errorf("%s: encode result: %w", method, err)
+		}
+		return string(out), nil
+	})
+}
+
+// HandleNotification registers a handler for rpcnotify(chan, method, json).
+// Notifications run one at a time in arrival order, so handlers must return
+// quickly: hand work to a goroutine or a channel.
+func (b *Bridge) HandleNotification(method string, h func(params json.RawMessage)) error {
+	return b.v.RegisterHandler(method, func(args ...any) {
+		h(firstArg(args))
+	})
+}
+
+// firstArg turns the first argument from Lua into JSON. Lua normally sends a
+// JSON string; anything else (a table from a hand-written rpcnotify) is
+// re-encoded rather than allowed to break the msgpack decoder, which would
+// end the whole connection.
+func firstArg(args []any) json.RawMessage {
+	if len(args) == 0 || args[0] == nil {
+		return json.RawMessage("null")
+	}
+	if s, ok := args[0].(string); ok {
+		if s == "" || !json.Valid([]byte(s)) {
+			out, _ := json.Marshal(s)
+			return out
+		}
+		return json.RawMessage(s)
+	}
+	out, err := json.Marshal(normalize(args[0]))
+	if err != nil {
+		return json.RawMessage("null")
+	}
+	return out
+}
+
+// normalize converts msgpack-decoded maps with interface keys into
+// JSON-encodable maps.
+func normalize(v any) any {
+	switch t := v.(type) {
+	case map[any]any:
+		m := make(map[string]any, len(t))
+		for k, val := range t {
+			m[fmt.Sprint(k)] = normalize(val)
+		}
+		return m
+	case map[string]any:
+		for k, val := range t {
+			t[k] = normalize(val)
+		}
+		return t
+	case []any:
+		for i, val := range t {
+			t[i] = normalize(val)
+		}
+		return t
+	case []byte:
+		return string(t)
+	}
+	return v
+}
+
+// reply is bridge.lua's envelope around every result.
+type reply struct {
+	OK     bool            `json:"ok"`
+	Result json.RawMessage `json:"result"`
+	Error  string          `json:"error"`
+}
+
+// LuaError is an error raised by the Lua side of a call.
+type LuaError struct {
+	Func    string
+	Message string
+}
+
+func (e *LuaError) Error() string { return "lua " + e.Func + ": " + e.Message }
+
+// Call runs bridge.lua's function fn with args (JSON-encoded) and decodes its
+// result into result (which may be nil). The call is abandoned, not
+// cancelled, when ctx ends: Neovim finishes it on its own time.
+func (b *Bridge) Call(ctx context.Context, fn string, args any, result any) error {
+	payload, err := json.Marshal(args)
+	if err != nil {
+		return fmt.Errorf("%s: encode args: %w", fn, err)
+	}
+	if err := b.ensureLoaded(ctx); err != nil {
+		return err
+	}
+	var out string
+	if err := b.exec(ctx, `return package.loaded["`+moduleKey+`"].call(...)`, &out, fn, string(payload)); err != nil {
+		return fmt.Errorf("%s: %w", fn, err)
+	}
+	var r reply
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		return fmt.Errorf("%s: decode reply: %w", fn, err)
+	}
+	if !r.OK {
+		return &LuaError{Func: fn, Message: r.Error}
+	}
+	if result == nil || len(r.Result) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(r.Result, result); err != nil {
+		return fmt.Errorf("%s: decode result: %w", fn, err)
+	}
+	return nil
+}
+
+// ensureLoaded installs bridge.lua into Neovim once per connection.
+func (b *Bridge) ensureLoaded(ctx context.Context) error {
+	b.loadMu.Lock()
+	defer b.loadMu.Unlock()
+	if b.loaded {
+		return nil
+	}
+	code := `package.loaded["` + moduleKey + `"] = (function() ` + bridgeLua + "\nend)()"
+	if err := b.exec(ctx, code, nil); err != nil {
+		return fmt.Errorf("load bridge.lua: %w", err)
+	}
+	b.loaded = true
+	return nil
+}
+
+// exec runs nvim_exec_lua bounded by ctx (or DefaultTimeout).
+func (b *Bridge) exec(ctx context.Context, code string, result any, args ...any) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
+		defer cancel()
+	}
+	done := make(chan error, 1)
+	go func() { done <- b.v.ExecLua(code, result, args...) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return ErrTimeout
+		}
+		return ctx.Err()
+	case <-b.ctx.Done():
+		return errors.New("neovim connection closed")
+	}
+}

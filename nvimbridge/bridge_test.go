@@ -1,0 +1,136 @@
+package nvimbridge_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nvim-claude/nvim-claude/nvimbridge"
+	"github.com/nvim-claude/nvim-claude/nvimbridge/nvimtest"
+)
+
+func TestCall(t *testing.T) {
+	n := nvimtest.Start(t, nvimtest.Options{NoPlugin: true})
+	b := nvimbridge.Wrap(n.Nvim, nil)
+	ctx := context.Background()
+
+	// Add a function to the bridge module through the bridge itself.
+	if err := b.Call(ctx, "notify", map[string]any{"msg": "hello", "level": 2}, nil); err != nil {
+		t.Fatalf("notify: %v", err)
+	}
+	n.Exec(t, `package.loaded["nvim-claude.bridge"].fns.echo = function(args) return args end
+package.loaded["nvim-claude.bridge"].fns.boom = function() error("kaboom") end
+package.loaded["nvim-claude.bridge"].fns.slow = function() vim.fn.getchar() end`)
+
+	tests := []struct {
+		name    string
+		fn      string
+		args    any
+		want    string
+		wantErr string
+	}{
+		{"object", "echo", map[string]any{"a": 1, "s": "é€😀"}, `{"a":1,"s":"é€😀"}`, ""},
+		{"string with NUL and newlines", "echo", "x\x00y\nz", `"x\u0000y\nz"`, ""},
+		{"lua error", "boom", nil, "", "kaboom"},
+		{"unknown function", "nope", nil, "", "unknown bridge function: nope"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got json.RawMessage
+			err := b.Call(ctx, tt.fn, tt.args, &got)
+			if tt.wantErr != "" {
+				var le *nvimbridge.LuaError
+				if !errors.As(err, &le) || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want a LuaError containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var a, w any
+			_ = json.Unmarshal(got, &a)
+			_ = json.Unmarshal([]byte(tt.want), &w)
+			if gs, ws := mustJSON(a), mustJSON(w); gs != ws {
+				t.Fatalf("got %s, want %s", gs, ws)
+			}
+		})
+	}
+
+	// A call that Neovim cannot answer (blocked in getchar) times out
+	// instead of hanging the caller; Neovim recovers once unblocked.
+	tctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if err := b.Call(tctx, "slow", nil, nil); !errors.Is(err, nvimbridge.ErrTimeout) {
+		t.Fatalf("blocked call: err = %v, want ErrTimeout", err)
+	}
+	if err := n.FeedKeys("x", "t", false); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func TestHandlersFromLua(t *testing.T) {
+	n := nvimtest.Start(t, nvimtest.Options{NoPlugin: true})
+	b := nvimbridge.Wrap(n.Nvim, nil)
+	got := make(chan json.RawMessage, 4)
+	if err := b.HandleRequest("double", func(ctx context.Context, p json.RawMessage) (any, error) {
+		var x struct{ N int }
+		if err := json.Unmarshal(p, &x); err != nil {
+			return nil, err
+		}
+		if x.N < 0 {
+			return nil, errors.New("negative")
+		}
+		return map[string]int{"n": x.N * 2}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.HandleNotification("note", func(p json.RawMessage) { got <- p }); err != nil {
+		t.Fatal(err)
+	}
+	chan_ := n.ChannelID()
+
+	var res map[string]int
+	n.Eval(t, `return vim.json.decode(vim.rpcrequest(..., "double", vim.json.encode({N = 21})))`, &res, chan_)
+	if res["n"] != 42 {
+		t.Fatalf("double: got %v", res)
+	}
+	var msg string
+	n.Eval(t, `local ok, err = pcall(vim.rpcrequest, ..., "double", '{"N":-1}') return tostring(ok) .. " " .. tostring(err)`, &msg, chan_)
+	if !strings.HasPrefix(msg, "false") || !strings.Contains(msg, "negative") {
+		t.Fatalf("error from handler: got %q", msg)
+	}
+
+	// Arguments that are not JSON strings must not break the connection.
+	for _, call := range []string{
+		`vim.rpcnotify(..., "note", {a = 1})`,
+		`vim.rpcnotify(..., "note")`,
+		`vim.rpcnotify(..., "note", 1, 2, 3)`,
+		`vim.rpcnotify(..., "note", '{"ok":true}')`,
+	} {
+		n.Exec(t, call, chan_)
+	}
+	want := []string{`{"a":1}`, `null`, `1`, `{"ok":true}`}
+	for i, w := range want {
+		select {
+		case p := <-got:
+			if string(p) != w {
+				t.Errorf("notification %d: got %s, want %s", i, p, w)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("notification %d never arrived", i)
+		}
+	}
+	n.Eval(t, `return vim.json.decode(vim.rpcrequest(..., "double", '{"N":1}'))`, &res, chan_)
+	if res["n"] != 2 {
+		t.Fatalf("connection unusable after odd notifications: %v", res)
+	}
+}

@@ -1,0 +1,55 @@
+-- The Lua half of nvimbridge. The Go host installs this chunk once per
+-- connection (package.loaded["nvim-claude.bridge"]) and then calls
+-- M.call(name, json) for every editor fact or action: one round trip per
+-- compound query, JSON both ways.
+local M = {}
+local fns = {}
+
+local json_encode, json_decode = vim.json.encode, vim.json.decode
+
+local function decode(payload)
+  if payload == nil or payload == "" or payload == "null" then
+    return nil
+  end
+  return json_decode(payload)
+end
+
+--- Entry point for the Go side: runs fns[name](args) and wraps the outcome
+--- in {ok, result} or {ok = false, error}.
+function M.call(name, payload)
+  local fn = fns[name]
+  if not fn then
+    return json_encode({ ok = false, error = "unknown bridge function: " .. tostring(name) })
+  end
+  local ok, res = xpcall(function()
+    return fn(decode(payload))
+  end, debug.traceback)
+  if not ok then
+    return json_encode({ ok = false, error = tostring(res) })
+  end
+  if res == nil then
+    return '{"ok":true}'
+  end
+  return '{"ok":true,"result":' .. json_encode(res) .. "}"
+end
+
+-- emit hands a host event (a client connected, a diff opened …) to the
+-- plugin's Lua side, which keeps the state status() and the statusline read.
+function fns.emit(args)
+  local ok, server = pcall(require, "claude.server")
+  if ok and server._on_event then
+    server._on_event(args.event, args.data)
+  end
+  return true
+end
+
+-- notify shows a message through vim.notify, outside any fast context.
+function fns.notify(args)
+  vim.schedule(function()
+    vim.notify(args.msg, args.level or vim.log.levels.INFO, { title = "nvim-claude" })
+  end)
+  return true
+end
+
+M.fns = fns
+return M

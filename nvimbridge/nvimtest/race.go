@@ -1,0 +1,5 @@
+//go:build race
+
+package nvimtest
+
+const raceEnabled = true
