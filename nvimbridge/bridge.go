@@ -11,20 +11,25 @@ package nvimbridge
 
 import (
 	"context"
-	_ "embed"
+	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/neovim/go-client/nvim"
 )
 
-//go:embed lua/bridge.lua
-var bridgeLua string
+// luaFiles holds bridge.lua (the core) and one file per area of editor
+// facts; each area file is a chunk that receives the core's function table
+// as `...` and adds its functions to it.
+//
+//go:embed lua/*.lua
+var luaFiles embed.FS
 
 // moduleKey is where bridge.lua stores itself in package.loaded. The name is
 // not resolvable on 'runtimepath', which keeps it private to this binary.
@@ -218,12 +223,46 @@ func (b *Bridge) ensureLoaded(ctx context.Context) error {
 	if b.loaded {
 		return nil
 	}
-	code := `package.loaded["` + moduleKey + `"] = (function() ` + bridgeLua + "\nend)()"
+	code, err := loaderChunk()
+	if err != nil {
+		return err
+	}
 	if err := b.exec(ctx, code, nil); err != nil {
 		return fmt.Errorf("load bridge.lua: %w", err)
 	}
 	b.loaded = true
 	return nil
+}
+
+// loaderChunk is the Lua that installs the bridge: the core, then every area
+// file with the core's function table.
+func loaderChunk() (string, error) {
+	core, err := luaFiles.ReadFile("lua/bridge.lua")
+	if err != nil {
+		return "", fmt.Errorf("embedded bridge.lua: %w", err)
+	}
+	var sb strings.Builder
+	sb.WriteString("local M = (function()\n")
+	sb.Write(core)
+	sb.WriteString("\nend)()\n")
+	entries, err := luaFiles.ReadDir("lua")
+	if err != nil {
+		return "", fmt.Errorf("embedded lua: %w", err)
+	}
+	for _, e := range entries {
+		if e.Name() == "bridge.lua" {
+			continue
+		}
+		src, err := luaFiles.ReadFile("lua/" + e.Name())
+		if err != nil {
+			return "", fmt.Errorf("embedded %s: %w", e.Name(), err)
+		}
+		sb.WriteString("do (function(...)\n")
+		sb.Write(src)
+		sb.WriteString("\nend)(M.fns) end\n")
+	}
+	sb.WriteString(`package.loaded["` + moduleKey + `"] = M`)
+	return sb.String(), nil
 }
 
 // exec runs nvim_exec_lua bounded by ctx (or DefaultTimeout).

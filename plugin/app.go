@@ -73,6 +73,8 @@ type App struct {
 	stop   chan struct{}  // closed by Close
 	wg     sync.WaitGroup // pump
 
+	components []component
+
 	mu     sync.Mutex
 	srv    Server
 	params startParams
@@ -101,9 +103,15 @@ func New(opts Options) *App {
 		events:    make(chan event, 256),
 		stop:      make(chan struct{}),
 	}
+	a.components = a.newComponents()
 	a.wg.Add(1)
 	go a.pump()
 	return a
+}
+
+// newComponents builds the feature areas, each defined in its own file.
+func (a *App) newComponents() []component {
+	return []component{}
 }
 
 // Register installs the handlers Lua calls.
@@ -120,6 +128,22 @@ func (a *App) Register(r Registrar) error {
 	}
 	nots := map[string]func(json.RawMessage){
 		"cwd_changed": a.handleCwdChanged,
+	}
+	for _, c := range a.components {
+		if p, ok := c.(luaHandlerProvider); ok {
+			for name, h := range p.luaRequests() {
+				if _, dup := reqs[name]; dup {
+					return fmt.Errorf("%s: Lua request %q registered twice", c.name(), name)
+				}
+				reqs[name] = h
+			}
+			for name, h := range p.luaNotifications() {
+				if _, dup := nots[name]; dup {
+					return fmt.Errorf("%s: Lua notification %q registered twice", c.name(), name)
+				}
+				nots[name] = h
+			}
+		}
 	}
 	for name, h := range nots {
 		if err := r.HandleNotification(name, h); err != nil {
@@ -192,6 +216,11 @@ func (a *App) Start(ctx context.Context, p startParams) error {
 			a.log.Info("CLI connected", "client", c.ID, "pid", c.PID)
 			a.post("connected", map[string]any{"pid": c.PID, "id": c.ID})
 			a.postClients()
+			for _, comp := range a.components {
+				if o, ok := comp.(connectionObserver); ok {
+					o.clientConnected(c)
+				}
+			}
 		},
 		OnDisconnect: func(c mcp.ClientInfo) {
 			a.log.Info("CLI disconnected", "client", c.ID, "pid", c.PID)
@@ -199,11 +228,30 @@ func (a *App) Start(ctx context.Context, p startParams) error {
 				a.post("disconnected", map[string]any{"pid": c.PID, "id": c.ID})
 			}
 			a.postClients()
+			for _, comp := range a.components {
+				if o, ok := comp.(connectionObserver); ok {
+					o.clientDisconnected(c)
+				}
+			}
 		},
 	}
 	srv, err := a.newServer(cfg)
 	if err != nil {
 		return fmt.Errorf("create IDE server: %w", err)
+	}
+	for _, c := range a.components {
+		if tp, ok := c.(toolProvider); ok {
+			for _, t := range tp.tools() {
+				if err := srv.RegisterTool(t); err != nil {
+					return fmt.Errorf("%s: register tool %s: %w", c.name(), t.Name, err)
+				}
+			}
+		}
+		if mp, ok := c.(methodProvider); ok {
+			for name, h := range mp.methods() {
+				srv.HandleMethod(name, h)
+			}
+		}
 	}
 	if err := srv.Start(ctx); err != nil {
 		return fmt.Errorf("start IDE server: %w", err)
@@ -211,7 +259,36 @@ func (a *App) Start(ctx context.Context, p startParams) error {
 	a.srv = srv
 	a.params = p
 	a.log.Info("IDE server listening", "port", srv.Port(), "lock", srv.LockPath())
+	for _, c := range a.components {
+		if o, ok := c.(serverObserver); ok {
+			o.serverStarted()
+		}
+	}
 	return nil
+}
+
+// server is the running IDE server, or nil.
+func (a *App) server() Server {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.srv
+}
+
+// broadcast sends a notification to every connected CLI; it returns how
+// many received it (0 when the server is not running).
+func (a *App) broadcast(method string, params any) int {
+	srv := a.server()
+	if srv == nil {
+		return 0
+	}
+	return srv.Broadcast(method, params)
+}
+
+// workspaceDir is the editor's global working directory as Lua last told us.
+func (a *App) workspaceDir() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.params.Cwd
 }
 
 func (a *App) handleStop(ctx context.Context, _ json.RawMessage) (any, error) {
@@ -228,7 +305,13 @@ func (a *App) StopServer() error {
 	if srv == nil {
 		return nil
 	}
-	if err := srv.Close(); err != nil {
+	err := srv.Close()
+	for _, c := range a.components {
+		if o, ok := c.(serverObserver); ok {
+			o.serverStopped()
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("stop IDE server: %w", err)
 	}
 	a.log.Info("IDE server stopped")
@@ -339,6 +422,11 @@ func (a *App) Close() error {
 	a.closed = true
 	a.mu.Unlock()
 	err := a.StopServer()
+	for _, c := range a.components {
+		if cl, ok := c.(closer); ok {
+			cl.close()
+		}
+	}
 	close(a.stop)
 	a.wg.Wait()
 	return err

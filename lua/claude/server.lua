@@ -4,6 +4,10 @@ local util = require("claude.util")
 
 local M = {}
 
+-- Feature modules whose attach() runs each time the server starts (their
+-- autocmds feed the host) and whose detach() runs when it stops.
+M.features = {}
+
 local state = {
   chan = nil, -- job/channel id of the Go host
   stopping = false, -- set while we stop the job ourselves
@@ -16,6 +20,12 @@ local state = {
 local augroup
 
 local function reset()
+  for _, mod in ipairs(M.features) do
+    local m = package.loaded[mod]
+    if m and m.detach then
+      pcall(m.detach)
+    end
+  end
   state.chan = nil
   state.running = false
   state.port = nil
@@ -166,6 +176,12 @@ function M.start()
   end
   apply_status(st)
   create_autocmds()
+  for _, mod in ipairs(M.features) do
+    local m = require(mod)
+    if m.attach then
+      m.attach()
+    end
+  end
   return st
 end
 
@@ -194,7 +210,16 @@ function M.shutdown()
 end
 
 --- Receives events the Go host pushes (see nvimbridge/lua/bridge.lua).
+--- "<module>.<event>" goes to require("claude.<module>")._on_event(event, data).
 function M._on_event(name, data)
+  local mod, ev = name:match("^([%w_]+)%.(.+)$")
+  if mod then
+    local ok, m = pcall(require, "claude." .. mod)
+    if ok and m._on_event then
+      m._on_event(ev, data)
+    end
+    return
+  end
   if name == "clients" then
     state.clients = data.clients or {}
   elseif name == "connected" then

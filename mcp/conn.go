@@ -1,0 +1,346 @@
+package mcp
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/gorilla/websocket"
+)
+
+// frame is one queued outgoing WebSocket message: text or pong.
+type frame struct {
+	typ  int
+	data []byte
+}
+
+// conn is one client connection. Its read loop runs in the HTTP handler's
+// goroutine; every write (responses, notifications, pings, pongs, the close
+// frame) goes through the single writer goroutine, fed by a bounded queue.
+type conn struct {
+	srv *Server
+	ws  *websocket.Conn
+	log *slog.Logger
+	id  string
+
+	ctx    context.Context // cancelled when the read loop ends or the server closes
+	cancel context.CancelFunc
+
+	out       chan frame
+	closing   chan struct{} // closed once a close frame has been requested
+	readDone  chan struct{}
+	writeDone chan struct{}
+	seen      atomic.Bool // the peer sent something since the last keepalive tick
+	requests  sync.WaitGroup
+
+	mu        sync.Mutex
+	client    ClientInfo
+	inflight  map[string]*inflight // by idKey
+	closeCode int
+	closeText string
+}
+
+// inflight is a request being handled.
+type inflight struct {
+	cancel    context.CancelFunc
+	cancelled bool // by notifications/cancelled: no reply is sent
+}
+
+func newConn(s *Server, ws *websocket.Conn, userAgent string) *conn {
+	ctx, cancel := context.WithCancel(s.ctx)
+	id := uuid.NewString()
+	c := &conn{
+		srv:       s,
+		ws:        ws,
+		log:       s.log.With("client", id),
+		id:        id,
+		ctx:       ctx,
+		cancel:    cancel,
+		out:       make(chan frame, s.queueSize),
+		closing:   make(chan struct{}),
+		readDone:  make(chan struct{}),
+		writeDone: make(chan struct{}),
+		client:    ClientInfo{ID: id, ConnectedAt: time.Now(), UserAgent: userAgent},
+		inflight:  make(map[string]*inflight),
+	}
+	c.seen.Store(true) // the handshake itself
+	ws.SetPingHandler(func(data string) error {
+		c.seen.Store(true)
+		select { // a pong that does not fit is dropped: the peer pings again
+		case c.out <- frame{websocket.PongMessage, []byte(data)}:
+		default:
+		}
+		return nil
+	})
+	ws.SetPongHandler(func(string) error {
+		c.seen.Store(true)
+		return nil
+	})
+	ws.SetCloseHandler(func(code int, _ string) error {
+		c.requestClose(code, "") // echo the peer's code, through the writer
+		return nil
+	})
+	return c
+}
+
+func (c *conn) info() ClientInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.client
+}
+
+// serve runs the connection until it ends and everything it started has
+// stopped.
+func (c *conn) serve() {
+	go c.writeLoop()
+	err := c.readLoop()
+	c.log.Debug("read loop ended", "err", err)
+	close(c.readDone)
+	c.cancel()
+	<-c.writeDone
+	_ = c.ws.Close()
+	c.requests.Wait()
+}
+
+func (c *conn) readLoop() error {
+	limit := c.srv.readLimit
+	for {
+		typ, r, err := c.ws.NextReader()
+		if err != nil {
+			return err
+		}
+		c.seen.Store(true)
+		if c.isClosing() {
+			continue // waiting for the peer's close frame; NextReader skips the rest
+		}
+		if typ != websocket.TextMessage {
+			c.requestClose(websocket.CloseUnsupportedData, "binary messages are not supported")
+			continue
+		}
+		data, err := io.ReadAll(io.LimitReader(r, limit+1))
+		if err != nil {
+			return err
+		}
+		switch {
+		case int64(len(data)) > limit:
+			c.requestClose(websocket.CloseMessageTooBig, "message too big")
+		case !utf8.Valid(data):
+			c.requestClose(websocket.CloseInvalidFramePayloadData, "invalid UTF-8")
+		default:
+			c.handle(data)
+		}
+	}
+}
+
+func (c *conn) handle(data []byte) {
+	msg, rpcErr := decodeMessage(data)
+	if rpcErr != nil {
+		c.log.Debug("invalid message", "code", rpcErr.Code, "error", rpcErr.Message)
+		_ = c.send(encodeError(msg.id, rpcErr))
+		return
+	}
+	switch msg.kind {
+	case kindResponse:
+		c.log.Debug("ignoring a response to a request never sent", "id", string(msg.id))
+	case kindNotification:
+		c.log.Debug("notification", "method", msg.method)
+		c.notify(msg)
+	case kindRequest:
+		c.startRequest(msg)
+	}
+}
+
+// startRequest runs a request in its own goroutine with a context that
+// notifications/cancelled, the connection's end and the server's close
+// cancel.
+func (c *conn) startRequest(msg incoming) {
+	key, _ := idKey(msg.id) // decodeMessage only lets usable ids through
+	ctx, cancel := context.WithCancel(c.ctx)
+	req := &inflight{cancel: cancel}
+	c.mu.Lock()
+	_, dup := c.inflight[key]
+	if !dup {
+		c.inflight[key] = req
+	}
+	c.mu.Unlock()
+	if dup {
+		cancel()
+		_ = c.send(encodeError(msg.id, invalidRequest("id already used by a pending request")))
+		return
+	}
+	c.log.Debug("request", "method", msg.method, "id", string(msg.id))
+	c.requests.Add(1)
+	go func() {
+		defer c.requests.Done()
+		defer cancel()
+		reply := c.run(ctx, msg)
+		c.mu.Lock()
+		delete(c.inflight, key)
+		suppressed := req.cancelled
+		c.mu.Unlock()
+		if suppressed {
+			c.log.Debug("reply suppressed: request cancelled", "method", msg.method, "id", string(msg.id))
+			return
+		}
+		_ = c.send(reply)
+	}()
+}
+
+// run calls the request's handler and encodes the reply. A panic becomes
+// an internal error.
+func (c *conn) run(ctx context.Context, msg incoming) (reply []byte) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.log.Error("panic in handler", "method", msg.method, "panic", p, "stack", string(debug.Stack()))
+			reply = encodeError(msg.id, &Error{Code: CodeInternalError, Message: "Internal error"})
+		}
+	}()
+	res, err := c.call(ctx, msg)
+	if err == nil {
+		if reply, err = encodeResult(msg.id, res); err == nil {
+			return reply
+		}
+	}
+	c.log.Debug("request failed", "method", msg.method, "id", string(msg.id), "err", err)
+	return encodeError(msg.id, toWireError(err))
+}
+
+func (c *conn) cancelRequest(key, reason string) {
+	c.mu.Lock()
+	req, ok := c.inflight[key]
+	if ok {
+		req.cancelled = true
+	}
+	c.mu.Unlock()
+	if ok {
+		c.log.Debug("request cancelled by the client", "reason", reason)
+		req.cancel()
+	}
+}
+
+// send queues a text frame for the writer. If the queue stays full for the
+// server's queueWait the client is too slow and the connection is dropped,
+// so that the host is never blocked for long.
+func (c *conn) send(data []byte) error {
+	select { // nothing is queued once a close frame is requested
+	case <-c.closing:
+		return ErrClosed
+	case <-c.writeDone:
+		return ErrClosed
+	default:
+	}
+	f := frame{websocket.TextMessage, data}
+	select {
+	case c.out <- f:
+		return nil
+	default:
+	}
+	t := time.NewTimer(c.srv.queueWait)
+	defer t.Stop()
+	select {
+	case c.out <- f:
+		return nil
+	case <-c.closing:
+		return ErrClosed
+	case <-c.writeDone:
+		return ErrClosed
+	case <-t.C:
+		c.log.Warn("client too slow, dropping the connection")
+		_ = c.ws.Close()
+		return fmt.Errorf("mcp: send queue of client %s full: %w", c.id, ErrClosed)
+	}
+}
+
+// requestClose asks the writer to send a close frame; the first request
+// wins. The read loop then waits, for the server's closeGrace at most, for
+// the peer's close frame.
+func (c *conn) requestClose(code int, text string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closeCode != 0 {
+		return
+	}
+	c.closeCode, c.closeText = code, text
+	close(c.closing)
+}
+
+func (c *conn) isClosing() bool {
+	select {
+	case <-c.closing:
+		return true
+	default:
+		return false
+	}
+}
+
+func (c *conn) writeLoop() {
+	defer close(c.writeDone)
+	ticks, stop := c.srv.newTicker(c.srv.cfg.PingInterval)
+	defer stop()
+	ka := keepalive{interval: c.srv.cfg.PingInterval}
+	for {
+		select {
+		case f := <-c.out:
+			if err := c.write(f); err != nil {
+				c.log.Debug("write failed", "err", err)
+				_ = c.ws.Close()
+				return
+			}
+		case t := <-ticks:
+			jumped, alive := ka.tick(t, c.seen.Swap(false))
+			if jumped {
+				c.log.Info("wall clock jumped between keepalive ticks (suspend?); liveness window restarted")
+			}
+			if !alive {
+				c.log.Warn("peer stopped answering pings, closing")
+				c.requestClose(websocket.CloseGoingAway, "keepalive timeout")
+				continue
+			}
+			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.srv.writeWait)); err != nil {
+				c.log.Debug("ping failed", "err", err)
+				_ = c.ws.Close()
+				return
+			}
+		case <-c.closing:
+			c.writeClose()
+			return
+		case <-c.readDone:
+			if c.isClosing() {
+				c.writeClose()
+			}
+			return
+		}
+	}
+}
+
+func (c *conn) write(f frame) error {
+	deadline := time.Now().Add(c.srv.writeWait)
+	if f.typ != websocket.TextMessage {
+		return c.ws.WriteControl(f.typ, f.data, deadline)
+	}
+	if err := c.ws.SetWriteDeadline(deadline); err != nil {
+		return err
+	}
+	return c.ws.WriteMessage(websocket.TextMessage, f.data)
+}
+
+func (c *conn) writeClose() {
+	c.mu.Lock()
+	code, text := c.closeCode, c.closeText
+	c.mu.Unlock()
+	deadline := time.Now().Add(c.srv.closeGrace)
+	if err := c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), deadline); err != nil {
+		c.log.Debug("close frame failed", "err", err)
+		_ = c.ws.Close()
+		return
+	}
+	c.log.Debug("close frame sent", "code", code, "reason", text)
+	_ = c.ws.SetReadDeadline(deadline)
+}

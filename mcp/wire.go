@@ -1,0 +1,223 @@
+package mcp
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// JSON-RPC 2.0 error codes.
+const (
+	CodeParseError     = -32700
+	CodeInvalidRequest = -32600
+	CodeMethodNotFound = -32601
+	CodeInvalidParams  = -32602
+	CodeInternalError  = -32603
+)
+
+// Error is a JSON-RPC error. Handlers may return one (wrapped or not) to
+// choose the error the client sees; any other error from a method handler
+// becomes [CodeInternalError].
+type Error struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Data    any    `json:"data,omitempty"`
+}
+
+// Error implements the error interface.
+func (e *Error) Error() string {
+	return fmt.Sprintf("jsonrpc error %d: %s", e.Code, e.Message)
+}
+
+// InvalidParams returns an *[Error] with code [CodeInvalidParams] and a
+// formatted message.
+func InvalidParams(format string, args ...any) error {
+	return &Error{Code: CodeInvalidParams, Message: fmt.Sprintf(format, args...)}
+}
+
+// toWireError maps err to the JSON-RPC error sent to the client.
+func toWireError(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return &Error{Code: CodeInternalError, Message: err.Error()}
+}
+
+func invalidRequest(why string) *Error {
+	return &Error{Code: CodeInvalidRequest, Message: "Invalid Request: " + why}
+}
+
+// msgKind tells the kinds of incoming messages apart.
+type msgKind int
+
+const (
+	kindRequest msgKind = iota
+	kindNotification
+	kindResponse
+)
+
+// incoming is a decoded client message. id and params are raw JSON so that
+// ids are echoed byte for byte.
+type incoming struct {
+	kind   msgKind
+	id     json.RawMessage // nil for notifications; only strings and numbers for requests
+	method string
+	params json.RawMessage
+}
+
+// decodeMessage decodes one JSON-RPC message. On failure it returns the
+// error to answer with; msg.id then holds the id to echo (nil meaning null).
+// Responses are reported as such, whatever their shape: the server never
+// sends requests, so the caller ignores them.
+func decodeMessage(data []byte) (msg incoming, _ *Error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
+		var se *json.SyntaxError
+		switch {
+		case errors.As(err, &se):
+			return msg, &Error{Code: CodeParseError, Message: "Parse error"}
+		case firstByte(data) == '[':
+			return msg, invalidRequest("batch requests are not supported")
+		}
+		return msg, invalidRequest("message must be a JSON object")
+	}
+	if fields == nil {
+		return msg, invalidRequest("message must be a JSON object")
+	}
+	methodRaw, hasMethod := fields["method"]
+	if _, ok := fields["result"]; ok && !hasMethod {
+		return incoming{kind: kindResponse, id: fields["id"]}, nil
+	}
+	if _, ok := fields["error"]; ok && !hasMethod {
+		return incoming{kind: kindResponse, id: fields["id"]}, nil
+	}
+
+	msg.kind = kindNotification
+	if id, ok := fields["id"]; ok {
+		switch b := firstByte(id); {
+		case b == '"', b == '-', b >= '0' && b <= '9':
+			msg.id, msg.kind = id, kindRequest
+		default:
+			return msg, invalidRequest("id must be a string or a number")
+		}
+	}
+	var version string
+	if err := json.Unmarshal(fields["jsonrpc"], &version); err != nil || version != "2.0" {
+		return msg, invalidRequest(`jsonrpc must be "2.0"`)
+	}
+	if !hasMethod || firstByte(methodRaw) != '"' || json.Unmarshal(methodRaw, &msg.method) != nil {
+		return msg, invalidRequest("method must be a string")
+	}
+	if params, ok := fields["params"]; ok {
+		switch firstByte(params) {
+		case '{', '[':
+			msg.params = params
+		case 'n':
+		default:
+			return msg, invalidRequest("params must be an object or an array")
+		}
+	}
+	return msg, nil
+}
+
+// firstByte returns the first non-space byte of data, or 0.
+func firstByte(data []byte) byte {
+	data = bytes.TrimLeft(data, " \t\r\n")
+	if len(data) == 0 {
+		return 0
+	}
+	return data[0]
+}
+
+// idKey returns a map key for a request id: strings are compared by value,
+// numbers by their text.
+func idKey(id json.RawMessage) (string, bool) {
+	switch b := firstByte(id); {
+	case b == '"':
+		var s string
+		if json.Unmarshal(id, &s) != nil {
+			return "", false
+		}
+		return "s" + s, true
+	case b == '-', b >= '0' && b <= '9':
+		return "n" + string(bytes.TrimSpace(id)), true
+	}
+	return "", false
+}
+
+// marshalJSON is json.Marshal without HTML escaping and without the
+// encoder's trailing newline.
+func marshalJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := encodeJSON(&buf, v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// encodeJSON appends the JSON encoding of v to buf, without HTML escaping.
+func encodeJSON(buf *bytes.Buffer, v any) error {
+	n := buf.Len()
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		buf.Truncate(n)
+		return err
+	}
+	buf.Truncate(buf.Len() - 1) // the encoder's newline
+	return nil
+}
+
+func writeID(buf *bytes.Buffer, id json.RawMessage) {
+	if id == nil {
+		buf.WriteString("null")
+		return
+	}
+	buf.Write(id)
+}
+
+// encodeResult encodes a successful response.
+func encodeResult(id json.RawMessage, result any) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteString(`{"jsonrpc":"2.0","id":`)
+	writeID(&buf, id)
+	buf.WriteString(`,"result":`)
+	if err := encodeJSON(&buf, result); err != nil {
+		return nil, fmt.Errorf("encode result: %w", err)
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+// encodeError encodes an error response. Data that cannot be encoded is
+// dropped rather than losing the error.
+func encodeError(id json.RawMessage, e *Error) []byte {
+	var buf bytes.Buffer
+	buf.WriteString(`{"jsonrpc":"2.0","id":`)
+	writeID(&buf, id)
+	buf.WriteString(`,"error":`)
+	if encodeJSON(&buf, e) != nil {
+		_ = encodeJSON(&buf, &Error{Code: e.Code, Message: e.Message})
+	}
+	buf.WriteByte('}')
+	return buf.Bytes()
+}
+
+// encodeNotification encodes a notification; nil params are omitted.
+func encodeNotification(method string, params any) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteString(`{"jsonrpc":"2.0","method":`)
+	if err := encodeJSON(&buf, method); err != nil {
+		return nil, err
+	}
+	if params != nil {
+		buf.WriteString(`,"params":`)
+		if err := encodeJSON(&buf, params); err != nil {
+			return nil, fmt.Errorf("encode %s params: %w", method, err)
+		}
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
