@@ -26,12 +26,17 @@ import (
 // (lua/claude/version.lua must match; a test checks it).
 const Version = "0.1.0"
 
-// Editor is what the application needs from Neovim.
+// Editor is what the application needs from Neovim: the core below plus
+// one interface per feature area, each declared in that feature's file.
 type Editor interface {
 	// Emit hands an event to the Lua side (state for status(), User autocmds).
 	Emit(ctx context.Context, event string, data any) error
 	// Notify shows a message to the user (level: vim.log.levels).
 	Notify(ctx context.Context, msg string, level int) error
+
+	selectionEditor
+	contextEditor
+	diffEditor
 }
 
 // Server is what the application needs from the MCP server.
@@ -111,7 +116,11 @@ func New(opts Options) *App {
 
 // newComponents builds the feature areas, each defined in its own file.
 func (a *App) newComponents() []component {
-	return []component{}
+	return []component{
+		newSelection(a),
+		newContext(a),
+		newDiffs(a),
+	}
 }
 
 // Register installs the handlers Lua calls.

@@ -12,3 +12,7 @@ if vim.fn.has("nvim-0.7.2") == 0 then
 end
 
 require("claude.commands").create()
+
+-- Visual mode: send the selection to Claude. README suggests
+--   vim.keymap.set("x", "<leader>cs", "<Plug>(claude-send)")
+vim.keymap.set("x", "<Plug>(claude-send)", ":ClaudeSend<CR>", { silent = true, desc = "Send selection to Claude" })

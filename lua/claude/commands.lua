@@ -29,6 +29,31 @@ function M.create()
   cmd("ClaudeStatus", function()
     vim.notify(claude().status_text(), vim.log.levels.INFO, { title = "nvim-claude" })
   end, { nargs = 0, desc = "Show the IDE server's port, lock file and connected CLIs" })
+
+  -- Editor context (selection sharing, mentions).
+  cmd("ClaudeSend", function(o)
+    require("claude.mentions").send(o.line1, o.line2, o.range)
+  end, { range = true, desc = "Send the range (or visual selection) to Claude as an @-mention" })
+  cmd("ClaudeAdd", function(o)
+    require("claude.mentions").add(o.fargs, o.line1, o.line2, o.range)
+  end, { nargs = "*", range = true, complete = "file", desc = "Add a file or directory (and lines) to Claude's context" })
+  cmd("ClaudeShare", function(o)
+    require("claude.selection").share(o.args)
+  end, {
+    nargs = "?",
+    complete = function()
+      return { "on", "off", "toggle" }
+    end,
+    desc = "Turn sharing of the cursor and selection with Claude on or off",
+  })
+
+  -- Diff review.
+  cmd("ClaudeDiffAccept", function()
+    require("claude.diff").accept()
+  end, { nargs = 0, desc = "Accept the Claude diff under the cursor (with your edits)" })
+  cmd("ClaudeDiffReject", function()
+    require("claude.diff").reject()
+  end, { nargs = 0, desc = "Reject the Claude diff under the cursor" })
 end
 
 return M

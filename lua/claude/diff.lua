@@ -1,0 +1,8 @@
+-- claude.diff (being built).
+local M = {}
+
+function M.attach() end
+
+function M.detach() end
+
+return M
