@@ -56,6 +56,7 @@ func startEditor(t *testing.T, o editorOpts) *editor {
 	for k, v := range o.env {
 		env[k] = v
 	}
+	cfg = env["CLAUDE_CONFIG_DIR"]
 	envJSON, _ := json.Marshal(env)
 	init := fmt.Sprintf(`require("claude").setup({ bin = %q, log_file = %q, log_level = "debug", env = vim.json.decode(%q) %s })`,
 		hostBin, logFile, string(envJSON), o.extra)
