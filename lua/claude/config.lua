@@ -24,6 +24,24 @@ function M.defaults()
       split_side = "right",
       width = 0.35,
     },
+    selection = {
+      track = true, -- share cursor and selection with Claude (:ClaudeShare toggles)
+      debounce_ms = 50,
+      -- files whose contents never leave Neovim (globs on the path or file name)
+      deny = { ".env", ".env.*", "*.pem", "*.key", "id_rsa*", "id_ed25519*", ".netrc" },
+    },
+    mentions = {
+      focus_terminal = true, -- :ClaudeSend focuses the Claude terminal
+    },
+    diff = {
+      layout = "vertical", -- or "horizontal"
+      open_in_new_tab = false,
+      keep_terminal_focus = false,
+      keymaps = {
+        accept = "<leader>ca",
+        reject = "<leader>cr",
+      },
+    },
   }
 end
 
@@ -43,6 +61,20 @@ local function one_of(...)
       end, allowed),
       ", "
     )
+  end
+end
+
+local function list_of_strings(v)
+  for k, item in pairs(v) do
+    if type(k) ~= "number" or type(item) ~= "string" then
+      return "must be a list of strings"
+    end
+  end
+end
+
+local function key_or_false(v)
+  if v ~= false and (type(v) ~= "string" or v == "") then
+    return "must be a key sequence or false"
   end
 end
 
@@ -100,6 +132,38 @@ local schema = {
             return "must be a fraction of the editor (0 < width < 1) or a number of columns"
           end
         end,
+      },
+    },
+  },
+  selection = {
+    table = {
+      track = { types = { "boolean" } },
+      debounce_ms = {
+        types = { "number" },
+        check = function(v)
+          if v < 0 or v > 10000 then
+            return "must be between 0 and 10000"
+          end
+        end,
+      },
+      deny = { types = { "table" }, check = list_of_strings },
+    },
+  },
+  mentions = {
+    table = {
+      focus_terminal = { types = { "boolean" } },
+    },
+  },
+  diff = {
+    table = {
+      layout = { types = { "string" }, check = one_of("vertical", "horizontal") },
+      open_in_new_tab = { types = { "boolean" } },
+      keep_terminal_focus = { types = { "boolean" } },
+      keymaps = {
+        table = {
+          accept = { types = { "string", "boolean" }, check = key_or_false },
+          reject = { types = { "string", "boolean" }, check = key_or_false },
+        },
       },
     },
   },
@@ -169,6 +233,10 @@ function M.apply(opts)
   if opts.env then
     -- env replaces, not merges: removing a variable must be possible.
     M.options.env = vim.deepcopy(opts.env)
+  end
+  if opts.selection and opts.selection.deny then
+    -- a list replaces the default list (tbl_deep_extend would merge by index)
+    M.options.selection.deny = vim.deepcopy(opts.selection.deny)
   end
   return problems
 end
