@@ -458,3 +458,30 @@ func TestTerminal(t *testing.T) {
 		t.Errorf("after :ClaudeStop: %+v", st)
 	}
 }
+
+func TestCheckhealth(t *testing.T) {
+	tests := []struct {
+		name string
+		bin  string
+		want []string
+	}{
+		{"good host", "", []string{"host binary " + hostBin, "not running"}},
+		{"missing host", "/nonexistent/nvim-claude", []string{"host binary missing: /nonexistent/nvim-claude", "make"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			bin := tt.bin
+			if bin == "" {
+				bin = hostBin
+			}
+			n := nvimtest.Start(t, nvimtest.Options{Init: fmt.Sprintf(`require("claude").setup({ bin = %q, terminal_cmd = "true" })`, bin)})
+			n.Exec(t, `vim.cmd("checkhealth claude")`)
+			out := n.Lines(t, 0)
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("checkhealth output lacks %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}

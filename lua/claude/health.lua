@@ -1,0 +1,107 @@
+-- :checkhealth claude
+local M = {}
+
+-- Neovim 0.10 has vim.health.start/ok/…; 0.7–0.9 have report_* in the
+-- "health" module.
+local function reporter()
+  local h = vim.health
+  if h and h.start then
+    return h
+  end
+  local old = require("health")
+  return {
+    start = old.report_start,
+    ok = old.report_ok,
+    warn = old.report_warn,
+    error = old.report_error,
+    info = old.report_info,
+  }
+end
+
+local function run(cmd)
+  local out = vim.fn.system(cmd)
+  return vim.v.shell_error == 0, vim.trim(out or "")
+end
+
+function M.check()
+  local h = reporter()
+  local config = require("claude.config")
+  local version = require("claude.version")
+
+  h.start("nvim-claude: editor")
+  if vim.fn.has("nvim-0.7.2") == 1 then
+    h.ok("Neovim " .. tostring(vim.version().major) .. "." .. vim.version().minor .. "." .. vim.version().patch)
+  else
+    h.error("Neovim 0.7.2 or newer is required")
+  end
+
+  h.start("nvim-claude: Go host")
+  local bin = config.bin()
+  if vim.fn.executable(bin) ~= 1 then
+    h.error("host binary missing: " .. bin, { "run `make` in " .. config.root() .. " (needs Go)" })
+  else
+    local ok, out = run({ bin, "-version" })
+    local got = out:match("nvim%-claude%s+(%S+)")
+    if not ok or not got then
+      h.error("host binary does not run: " .. bin .. ": " .. out, { "rebuild it with `make` in " .. config.root() })
+    elseif got ~= version then
+      h.warn(
+        string.format("host binary is version %s, the Lua side is %s", got, version),
+        { "rebuild it with `make` in " .. config.root() }
+      )
+    else
+      h.ok("host binary " .. bin .. " (" .. got .. ")")
+    end
+  end
+  if vim.fn.executable("go") == 1 then
+    h.ok("go found (for rebuilding)")
+  else
+    h.info("go not found: needed only to rebuild the host (`make`)")
+  end
+
+  h.start("nvim-claude: Claude Code CLI")
+  local cmd = config.options.terminal_cmd
+  local exe = type(cmd) == "table" and cmd[1] or vim.split(cmd, "%s+", { trimempty = true })[1]
+  if vim.fn.executable(exe) ~= 1 then
+    h.warn("`" .. exe .. "` not found", {
+      "install it: npm install -g @anthropic-ai/claude-code",
+      "or set terminal_cmd in setup() to its path",
+    })
+  else
+    local ok, out = run({ exe, "--version" })
+    if ok then
+      h.ok(exe .. ": " .. out)
+    else
+      h.warn(exe .. " --version failed: " .. out)
+    end
+  end
+
+  h.start("nvim-claude: lock files")
+  local dir = config.claude_config_dir() .. "/ide"
+  if vim.fn.isdirectory(dir) == 0 then
+    h.info(dir .. " does not exist yet (created on :ClaudeStart)")
+  else
+    local perm = vim.fn.getfperm(dir)
+    if perm:sub(4) ~= "------" then
+      h.warn(dir .. " is readable by others (" .. perm .. ")", { "chmod 700 " .. dir })
+    else
+      h.ok(dir .. " (" .. perm .. ")")
+    end
+  end
+  for _, var in ipairs({ "http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY" }) do
+    if (vim.env[var] or "") ~= "" then
+      h.info(var .. " is set: the CLI started by :ClaudeStart gets localhost,127.0.0.1,::1 added to no_proxy")
+      break
+    end
+  end
+
+  local st = require("claude").status()
+  h.start("nvim-claude: server")
+  if st.running then
+    h.ok(string.format("listening on 127.0.0.1:%d, %d CLI(s) connected", st.port, #st.clients))
+  else
+    h.info("not running (:ClaudeStart or :ClaudeServe)")
+  end
+end
+
+return M
