@@ -44,6 +44,7 @@ type Server interface {
 	Start(ctx context.Context) error
 	Port() int
 	LockPath() string
+	Token() string
 	Clients() []mcp.ClientInfo
 	Broadcast(method string, params any) int
 	SetWorkspaceFolders(folders []string) error
@@ -129,6 +130,7 @@ func (a *App) Register(r Registrar) error {
 		"start":  a.handleStart,
 		"stop":   a.handleStop,
 		"status": a.handleStatus,
+		"probe":  a.handleProbe,
 	}
 	for name, h := range reqs {
 		if err := r.HandleRequest(name, h); err != nil {
@@ -168,6 +170,10 @@ type startParams struct {
 	Cwd       string `json:"cwd"`        // workspace folder
 	ConfigDir string `json:"config_dir"` // where the CLI looks for locks
 	IDEName   string `json:"ide_name"`   // optional override
+	// SingleSession hands the editor to the newest CLI: older ones are
+	// closed with code 4001, which the CLI shows as "switched to another
+	// Claude Code session" and does not reconnect.
+	SingleSession bool `json:"single_session"`
 }
 
 // Status is the state Lua's status() and :ClaudeStatus report.
@@ -223,6 +229,9 @@ func (a *App) Start(ctx context.Context, p startParams) error {
 		Logger:           a.log.With("component", "mcp"),
 		OnIDEConnected: func(c mcp.ClientInfo) {
 			a.log.Info("CLI connected", "client", c.ID, "pid", c.PID)
+			if p.SingleSession {
+				a.handOver(c)
+			}
 			a.post("connected", map[string]any{"pid": c.PID, "id": c.ID})
 			a.postClients()
 			for _, comp := range a.components {
@@ -274,6 +283,51 @@ func (a *App) Start(ctx context.Context, p startParams) error {
 		}
 	}
 	return nil
+}
+
+// Close code and reason that make the CLI stop and say it was replaced
+// (PROTOCOL.md §2).
+const (
+	closeReplaced       = 4001
+	closeReplacedReason = "Another Claude Code session connected to this IDE"
+)
+
+// handOver closes every CLI but newest with 4001. It runs from an mcp hook,
+// which must not block: the closing happens on a goroutine the App owns.
+func (a *App) handOver(newest mcp.ClientInfo) {
+	srv := a.server()
+	if srv == nil {
+		return
+	}
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		for _, c := range srv.Clients() {
+			if c.ID == newest.ID || c.PID == 0 {
+				continue
+			}
+			a.log.Info("single_session: closing older CLI", "pid", c.PID)
+			if err := srv.CloseClient(c.ID, closeReplaced, closeReplacedReason); err != nil {
+				a.log.Debug("close older CLI", "err", err)
+			}
+		}
+	}()
+}
+
+// handleProbe dials our own server as the CLI would (token, subprotocol,
+// initialize, ping): :checkhealth's live round trip.
+func (a *App) handleProbe(ctx context.Context, _ json.RawMessage) (any, error) {
+	srv := a.server()
+	if srv == nil {
+		return nil, errors.New("the IDE server is not running")
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	rtt, err := mcp.Probe(ctx, srv.Port(), srv.Token())
+	if err != nil {
+		return nil, fmt.Errorf("handshake with 127.0.0.1:%d failed: %w", srv.Port(), err)
+	}
+	return map[string]any{"port": srv.Port(), "rtt_ms": float64(rtt.Microseconds()) / 1000}, nil
 }
 
 // server is the running IDE server, or nil.

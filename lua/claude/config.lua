@@ -17,12 +17,18 @@ function M.defaults()
     terminal_cmd = "claude",
     env = {},
     auto_start = false,
+    single_session = false, -- a newly connected CLI replaces the older ones
     log_level = "warn",
     log_file = nil, -- stdpath("log")/nvim-claude.log
     terminal = {
-      provider = "native",
+      provider = "native", -- "snacks" (snacks.nvim) or "none" (run claude yourself)
+      layout = "split", -- or "float"
       split_side = "right",
       width = 0.35,
+      float = { width = 0.85, height = 0.85, border = "rounded" },
+    },
+    notify = {
+      needs_input = true, -- vim.notify when a diff waits while you look elsewhere
     },
     selection = {
       track = true, -- share cursor and selection with Claude (:ClaudeShare toggles)
@@ -78,6 +84,12 @@ local function key_or_false(v)
   end
 end
 
+local function fraction(v)
+  if v <= 0 or v > 1 then
+    return "must be a fraction of the editor (0 < n <= 1)"
+  end
+end
+
 local schema = {
   bin = { types = { "string" } },
   terminal_cmd = {
@@ -108,6 +120,12 @@ local schema = {
     end,
   },
   auto_start = { types = { "boolean" } },
+  single_session = { types = { "boolean" } },
+  notify = {
+    table = {
+      needs_input = { types = { "boolean" } },
+    },
+  },
   log_level = {
     types = { "string", "number" },
     check = function(v)
@@ -124,6 +142,14 @@ local schema = {
   terminal = {
     table = {
       provider = { types = { "string" }, check = one_of("native", "snacks", "none") },
+      layout = { types = { "string" }, check = one_of("split", "float") },
+      float = {
+        table = {
+          width = { types = { "number" }, check = fraction },
+          height = { types = { "number" }, check = fraction },
+          border = { types = { "string", "table" } },
+        },
+      },
       split_side = { types = { "string" }, check = one_of("right", "left", "bottom", "top") },
       width = {
         types = { "number" },

@@ -18,6 +18,12 @@ local function reporter()
   }
 end
 
+local function pid_alive(pid)
+  -- uv.kill returns 0, or nil plus an error name; EPERM still means alive
+  local ret, _, name = (vim.uv or vim.loop).kill(pid, 0)
+  return ret == 0 or name == "EPERM"
+end
+
 local function run(cmd)
   local out = vim.fn.system(cmd)
   return vim.v.shell_error == 0, vim.trim(out or "")
@@ -88,19 +94,56 @@ function M.check()
       h.ok(dir .. " (" .. perm .. ")")
     end
   end
+  if vim.fn.isdirectory(dir) == 1 then
+    local stale = {}
+    for _, f in ipairs(vim.fn.glob(dir .. "/*.lock", false, true)) do
+      local ok, lock = pcall(vim.json.decode, table.concat(vim.fn.readfile(f), "\n"))
+      if ok and type(lock) == "table" and type(lock.pid) == "number" and not pid_alive(lock.pid) then
+        table.insert(stale, f)
+      end
+    end
+    if #stale > 0 then
+      h.warn(
+        #stale .. " stale lock file(s) of editors that are gone: " .. table.concat(stale, ", "),
+        { "they are swept at the next :ClaudeStart, or delete them" }
+      )
+    else
+      h.ok("no stale lock files")
+    end
+  end
+
+  -- A proxy variable without loopback in no_proxy captures the CLI's
+  -- connection to us when the CLI is started outside Neovim.
+  local proxied
   for _, var in ipairs({ "http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY" }) do
     if (vim.env[var] or "") ~= "" then
-      h.info(var .. " is set: the CLI started by :ClaudeStart gets localhost,127.0.0.1,::1 added to no_proxy")
+      proxied = var
       break
+    end
+  end
+  if proxied then
+    local np = (vim.env.no_proxy or "") .. "," .. (vim.env.NO_PROXY or "")
+    if np:find("127.0.0.1", 1, true) and np:find("localhost", 1, true) then
+      h.ok(proxied .. " is set and no_proxy exempts loopback")
+    else
+      h.warn(proxied .. " is set and no_proxy does not exempt loopback", {
+        ":ClaudeStart adds it for the CLI it starts; for a claude run elsewhere: export no_proxy=localhost,127.0.0.1,::1",
+      })
     end
   end
 
   local st = require("claude").status()
   h.start("nvim-claude: server")
-  if st.running then
-    h.ok(string.format("listening on 127.0.0.1:%d, %d CLI(s) connected", st.port, #st.clients))
-  else
+  if not st.running then
     h.info("not running (:ClaudeStart or :ClaudeServe)")
+    return
+  end
+  h.ok(string.format("listening on 127.0.0.1:%d, %d CLI(s) connected", st.port, #st.clients))
+  local res, err = require("claude.server").request("probe", {})
+  if res then
+    h.ok(string.format("live handshake with the token: ping answered in %.2f ms", res.rtt_ms))
+  else
+    h.error("live handshake failed: " .. tostring(err), { "restart with :ClaudeStop and :ClaudeStart; see the log" })
   end
 end
 

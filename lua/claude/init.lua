@@ -48,7 +48,11 @@ end
 
 --- The exact command that connects a CLI started elsewhere.
 function M.connect_hint(port)
-  return string.format("cd %s && CLAUDE_CODE_SSE_PORT=%d claude", vim.fn.shellescape(vim.fn.getcwd(-1, -1)), port)
+  return string.format(
+    "cd %s && CLAUDE_CODE_SSE_PORT=%d claude   (or `claude --ide` in this directory)",
+    vim.fn.shellescape(vim.fn.getcwd(-1, -1)),
+    port
+  )
 end
 
 --- :ClaudeStart [args]: the server plus the CLI in a terminal split.
@@ -102,6 +106,25 @@ function M.stop()
   require("claude.server").stop()
 end
 
+-- loaded returns a feature module only if something already loaded it:
+-- status() and statusline() must not load modules on every redraw.
+local function loaded(name)
+  return package.loaded[name]
+end
+
+local function pending_diffs()
+  local diff = loaded("claude.diff")
+  return diff and diff.pending and diff.pending() or {}
+end
+
+local function sharing()
+  local sel = loaded("claude.selection")
+  if sel and sel.sharing then
+    return sel.sharing()
+  end
+  return require("claude.config").options.selection.track
+end
+
 --- The state of the integration. Never starts anything.
 function M.status()
   local s = require("claude.server").state()
@@ -115,7 +138,38 @@ function M.status()
     lock_file = s.lock_file,
     clients = clients,
     terminal = require("claude.terminal").info(),
+    diffs = pending_diffs(),
+    sharing = sharing(),
   }
+end
+
+--- A short string for a statusline: "" when not running, else e.g.
+--- "✻ 1 session · 2 diffs" (· "not sharing" when selection sharing is off).
+--- Reads cached state only: cheap enough for every redraw.
+function M.statusline()
+  local server = package.loaded["claude.server"]
+  if not server then
+    return ""
+  end
+  local s = server.state()
+  if not (s.chan and s.running) then
+    return ""
+  end
+  local parts = {}
+  local n = #(s.clients or {})
+  if n == 0 then
+    parts[1] = "✻ waiting"
+  else
+    parts[1] = string.format("✻ %d session%s", n, n == 1 and "" or "s")
+  end
+  local d = #pending_diffs()
+  if d > 0 then
+    table.insert(parts, string.format("%d diff%s", d, d == 1 and "" or "s"))
+  end
+  if not sharing() then
+    table.insert(parts, "not sharing")
+  end
+  return table.concat(parts, " · ")
 end
 
 --- :ClaudeStatus text.

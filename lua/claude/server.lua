@@ -170,6 +170,7 @@ function M.start()
     pid = vim.fn.getpid(),
     cwd = vim.fn.getcwd(-1, -1),
     config_dir = config.claude_config_dir(),
+    single_session = config.options.single_session,
   })
   if not st then
     return nil, err or "nvim-claude: the Go host gave no answer to start"

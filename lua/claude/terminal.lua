@@ -4,7 +4,8 @@ local util = require("claude.util")
 
 local M = {}
 
-local term = { bufnr = nil, job_id = nil, pid = nil }
+local term = { bufnr = nil, job_id = nil, pid = nil, snacks = nil }
+local warned_snacks = false
 
 local loopback = { "localhost", "127.0.0.1", "::1" }
 
@@ -74,9 +75,29 @@ local function window()
   end
 end
 
--- open_window makes the split the terminal lives in and returns its id.
-local function open_window()
+-- open_float shows buf in a centred floating window.
+local function open_float(buf)
+  local f = config.options.terminal.float
+  local width = math.max(math.floor(vim.o.columns * f.width), 20)
+  local height = math.max(math.floor((vim.o.lines - vim.o.cmdheight) * f.height), 5)
+  return vim.api.nvim_open_win(buf, true, {
+    relative = "editor",
+    width = width,
+    height = height,
+    row = math.floor((vim.o.lines - height) / 2) - 1,
+    col = math.floor((vim.o.columns - width) / 2),
+    border = f.border,
+    style = "minimal",
+  })
+end
+
+-- open_window shows buf in a new split (or float) and returns the window,
+-- which is then the current window.
+local function open_window(buf)
   local opts = config.options.terminal
+  if opts.layout == "float" then
+    return open_float(buf)
+  end
   local side = opts.split_side
   local vertical = side == "right" or side == "left"
   local total = vertical and vim.o.columns or vim.o.lines
@@ -94,15 +115,23 @@ local function open_window()
   else
     vim.api.nvim_win_set_height(win, math.max(size, 5))
   end
+  vim.api.nvim_win_set_buf(win, buf)
   return win
 end
 
 local function show(focus)
+  if term.snacks then
+    term.snacks:show()
+    if focus then
+      term.snacks:focus()
+      vim.cmd("startinsert")
+    end
+    return term.snacks.win
+  end
   local win = window()
   if not win then
     local prev = vim.api.nvim_get_current_win()
-    win = open_window()
-    vim.api.nvim_win_set_buf(win, term.bufnr)
+    win = open_window(term.bufnr)
     vim.wo[win].number = false
     vim.wo[win].relativenumber = false
     vim.wo[win].signcolumn = "no"
@@ -117,6 +146,72 @@ local function show(focus)
   return win
 end
 
+-- snacks returns snacks.nvim when terminal.provider asks for it and it is
+-- installed; otherwise it says once that the native terminal is used.
+local function snacks()
+  if config.options.terminal.provider ~= "snacks" then
+    return nil
+  end
+  local ok, mod = pcall(require, "snacks")
+  if ok and type(mod) == "table" and mod.terminal and mod.terminal.open then
+    return mod
+  end
+  if not warned_snacks then
+    warned_snacks = true
+    util.notify(
+      'nvim-claude: terminal.provider = "snacks" but snacks.nvim is not installed; using the native terminal',
+      vim.log.levels.WARN
+    )
+  end
+  return nil
+end
+
+local function snacks_win_opts()
+  local opts = config.options.terminal
+  if opts.layout == "float" then
+    return { position = "float", width = opts.float.width, height = opts.float.height, border = opts.float.border }
+  end
+  local vertical = opts.split_side == "right" or opts.split_side == "left"
+  local win = { position = opts.split_side }
+  if vertical then
+    win.width = opts.width
+  else
+    win.height = opts.width
+  end
+  return win
+end
+
+local function open_snacks(S, cmd, opts, focus)
+  local ok, w = pcall(S.terminal.open, cmd, {
+    cwd = opts.cwd,
+    env = opts.env,
+    interactive = focus,
+    auto_close = false,
+    win = snacks_win_opts(),
+  })
+  if not ok or not w or not w.buf then
+    return nil, tostring(w)
+  end
+  local job = vim.b[w.buf].terminal_job_id
+  if not job then
+    return nil, "snacks.nvim opened no terminal job"
+  end
+  term = { bufnr = w.buf, job_id = job, pid = vim.fn.jobpid(job), snacks = w }
+  -- snacks has its own exit handling; watch the job to keep our state true.
+  vim.api.nvim_create_autocmd("TermClose", {
+    buffer = w.buf,
+    once = true,
+    desc = "nvim-claude: the CLI exited",
+    callback = function()
+      local code = vim.v.event and vim.v.event.status or 0
+      vim.schedule(function()
+        M._on_exit(job, code)
+      end)
+    end,
+  })
+  return term
+end
+
 --- Opens the CLI in a terminal split (or shows the one already running).
 --- port is the IDE server's port; args are extra CLI arguments.
 function M.open(port, args, focus)
@@ -127,10 +222,19 @@ function M.open(port, args, focus)
     show(focus)
     return term
   end
+  local S = snacks()
+  if S then
+    local t, err = open_snacks(S, M.cmd(args), { cwd = vim.fn.getcwd(-1, -1), env = M.env(port) }, focus)
+    if t then
+      pcall(vim.api.nvim_buf_set_var, t.bufnr, "claude_terminal", true)
+      vim.bo[t.bufnr].filetype = "claude"
+      return t
+    end
+    util.notify("nvim-claude: snacks.nvim could not open the terminal (" .. err .. "); using the native one", vim.log.levels.WARN)
+  end
   local prev = vim.api.nvim_get_current_win()
-  local win = open_window()
   local buf = vim.api.nvim_create_buf(false, false)
-  vim.api.nvim_win_set_buf(win, buf)
+  local win = open_window(buf)
   local cmd = M.cmd(args)
   local opts = {
     cwd = vim.fn.getcwd(-1, -1),
@@ -158,7 +262,7 @@ function M.open(port, args, focus)
     )
     return nil
   end
-  term = { bufnr = buf, job_id = job, pid = vim.fn.jobpid(job) }
+  term = { bufnr = buf, job_id = job, pid = vim.fn.jobpid(job), snacks = nil }
   vim.bo[buf].bufhidden = "hide"
   vim.bo[buf].buflisted = false
   pcall(vim.api.nvim_buf_set_var, buf, "claude_terminal", true)
@@ -179,7 +283,7 @@ function M._on_exit(job, code)
     return
   end
   local buf = term.bufnr
-  term = { bufnr = nil, job_id = nil, pid = nil }
+  term = { bufnr = nil, job_id = nil, pid = nil, snacks = nil }
   -- A clean exit closes the split; a failure stays on screen to be read.
   if code == 0 and buf and vim.api.nvim_buf_is_valid(buf) then
     for _, win in ipairs(vim.fn.win_findbuf(buf)) do
@@ -195,6 +299,15 @@ end
 function M.toggle()
   if not alive() then
     return false
+  end
+  if term.snacks then
+    local w = term.snacks
+    if w:valid() and w.win == vim.api.nvim_get_current_win() then
+      w:hide()
+    else
+      show(true)
+    end
+    return true
   end
   local win = window()
   if win and win == vim.api.nvim_get_current_win() then
@@ -213,7 +326,7 @@ end
 --- Stops the CLI and closes its terminal.
 function M.close()
   local job, buf = term.job_id, term.bufnr
-  term = { bufnr = nil, job_id = nil, pid = nil }
+  term = { bufnr = nil, job_id = nil, pid = nil, snacks = nil }
   if job then
     pcall(vim.fn.jobstop, job)
     vim.fn.jobwait({ job }, 2000)
@@ -234,6 +347,11 @@ function M.info()
     return { bufnr = term.bufnr, job_id = term.job_id, pid = term.pid }
   end
   return nil
+end
+
+--- Whether the terminal is shown in the current tab page.
+function M.visible()
+  return alive() and window() ~= nil or false
 end
 
 return M
