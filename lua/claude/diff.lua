@@ -1,8 +1,1027 @@
--- claude.diff (being built).
+-- Diff review: each edit Claude proposes opens as a Neovim diff, the file as
+-- the editor has it on one side and the proposal on the other, and waits for
+-- the user's decision.
+--
+-- The Go host opens and closes diffs (nvimbridge/lua/diff.lua calls M._open
+-- and M._close); the user decides here (:w, :q, :ClaudeDiffAccept …) and the
+-- decision goes back to the host with rpcnotify(chan, "diff_decision", json).
+-- The host answers the CLI, and the CLI, never us, writes the file.
+local config = require("claude.config")
+local util = require("claude.util")
+
+local api = vim.api
+local uv = util.uv
+
 local M = {}
 
-function M.attach() end
+-- Open diffs by id, in the order they opened: every diff whose windows are
+-- on screen. A decided diff stays here only until its windows are closed.
+local diffs = {}
+local order = {}
+-- path -> watcher: after a diff closes we wait for the CLI to write the file
+-- and then reload its buffer.
+local watchers = {}
+local augroup
 
-function M.detach() end
+-- How long after a diff closes the CLI may take to write the file, and how
+-- often we look (one stat; the CLI writes within milliseconds of our answer).
+local WATCH_MS = 30000
+local POLL_MS = 50
+
+-- Window options diff mode changes; restored by hand because :diffoff leaves
+-- 'foldenable' off (and diff folds behind) when 'foldmethod' was manual.
+local WIN_OPTS = { "foldenable", "foldmethod", "foldcolumn", "foldlevel", "wrap", "scrollbind", "cursorbind" }
+
+local function options()
+  local o = (config.options and config.options.diff) or {}
+  local keys = o.keymaps or {}
+  local function key(v, default)
+    if v == nil then
+      return default
+    end
+    return v
+  end
+  return {
+    layout = o.layout == "horizontal" and "horizontal" or "vertical",
+    open_in_new_tab = o.open_in_new_tab == true,
+    keep_terminal_focus = o.keep_terminal_focus == true,
+    accept = key(keys.accept, "<leader>ca"),
+    reject = key(keys.reject, "<leader>cr"),
+  }
+end
+
+local function win_ok(win)
+  return win ~= nil and api.nvim_win_is_valid(win)
+end
+
+local function buf_ok(buf)
+  return buf ~= nil and api.nvim_buf_is_valid(buf)
+end
+
+local function floating(win)
+  return api.nvim_win_get_config(win).relative ~= ""
+end
+
+local function notify_now(msg, level)
+  vim.notify(msg, level or vim.log.levels.INFO, { title = "nvim-claude" })
+end
+
+-- Contents <-> lines ---------------------------------------------------------
+
+-- split_contents turns file contents into buffer lines plus the options that
+-- write them back byte for byte: 'eol' for the final newline, 'fileformat'
+-- dos when every line ends in CRLF (mixed endings stay visible as ^M).
+local function split_contents(s)
+  local eol = s:sub(-1) == "\n"
+  local ff = "unix"
+  if s:find("\r\n", 1, true) then
+    local _, lf = s:gsub("\n", "")
+    local _, crlf = s:gsub("\r\n", "")
+    if lf == crlf then
+      ff = "dos"
+      s = s:gsub("\r\n", "\n")
+    end
+  end
+  if eol then
+    s = s:sub(1, -2)
+  end
+  return vim.split(s, "\n", { plain = true }), eol, ff
+end
+
+-- buffer_contents is what writing buf would put in the file: its lines
+-- joined by the 'fileformat' line ending, with a final one when 'eol' (or
+-- 'fixeol' outside 'binary') asks for it. A buffer with no lines at all
+-- writes nothing.
+local function buffer_contents(buf)
+  local lines = api.nvim_buf_get_lines(buf, 0, -1, false)
+  local bo = vim.bo[buf]
+  if #lines == 1 and lines[1] == "" then
+    local bytes = api.nvim_buf_call(buf, function()
+      return vim.fn.wordcount().bytes
+    end)
+    if bytes == 0 then
+      return ""
+    end
+  end
+  local nl = ({ dos = "\r\n", mac = "\r" })[bo.fileformat] or "\n"
+  local s = table.concat(lines, nl)
+  if bo.eol or (bo.fixeol and not bo.binary) then
+    s = s .. nl
+  end
+  return s
+end
+
+local function read_file(path)
+  local f = io.open(path, "rb")
+  if not f then
+    return nil
+  end
+  local s = f:read("*a")
+  f:close()
+  return s
+end
+
+-- Buffers and windows --------------------------------------------------------
+
+local function full_path(path)
+  return vim.fn.fnamemodify(path, ":p")
+end
+
+-- find_buf is the buffer editing path (a name compare, then the real path,
+-- so a symlinked project still finds its buffer). bufnr() is not used: it
+-- takes a pattern, and file names may hold pattern characters.
+local function find_buf(path)
+  local full = full_path(path)
+  for _, b in ipairs(api.nvim_list_bufs()) do
+    if api.nvim_buf_get_name(b) == full then
+      return b
+    end
+  end
+  local real = uv.fs_realpath(full)
+  if not real then
+    return nil
+  end
+  for _, b in ipairs(api.nvim_list_bufs()) do
+    local name = api.nvim_buf_get_name(b)
+    if name ~= "" and vim.bo[b].buftype == "" and uv.fs_realpath(name) == real then
+      return b
+    end
+  end
+end
+
+local function stat_key(path)
+  local st = uv.fs_stat(path)
+  if not st then
+    return "none"
+  end
+  return string.format("%d:%d:%d:%d", st.size, st.mtime.sec, st.mtime.nsec or 0, st.ino or 0)
+end
+
+-- editor_window: a window we may borrow for the current side — a normal
+-- file window, not a terminal, sidebar, preview, float or someone's diff.
+local function editor_window(win)
+  if floating(win) or vim.wo[win].diff or vim.wo[win].previewwindow then
+    return false
+  end
+  local b = api.nvim_win_get_buf(win)
+  local bh = vim.bo[b].bufhidden
+  return vim.bo[b].buftype == "" and (bh == "" or bh == "hide")
+end
+
+-- tab_has_diffs: a tab already showing diff windows (the user's, or another
+-- of ours) would merge with a new diff: Neovim diffs every diff window of a
+-- tab together.
+local function tab_has_diffs(tab)
+  for _, w in ipairs(api.nvim_tabpage_list_wins(tab)) do
+    if vim.wo[w].diff then
+      return true
+    end
+  end
+  return false
+end
+
+local function pick_window(tab)
+  local cur = api.nvim_get_current_win()
+  if api.nvim_win_get_tabpage(cur) == tab and editor_window(cur) then
+    return cur
+  end
+  local prev = vim.fn.win_getid(vim.fn.winnr("#"))
+  if prev ~= 0 and api.nvim_win_get_tabpage(prev) == tab and editor_window(prev) then
+    return prev
+  end
+  local best, area = nil, -1
+  for _, w in ipairs(api.nvim_tabpage_list_wins(tab)) do
+    if editor_window(w) then
+      local a = api.nvim_win_get_width(w) * api.nvim_win_get_height(w)
+      if a > area then
+        best, area = w, a
+      end
+    end
+  end
+  return best
+end
+
+-- layout_window is a window of tab that can be split: the current one, or
+-- (when that floats, e.g. the Claude terminal as a float) the largest one
+-- that does not.
+local function layout_window(tab)
+  local cur = api.nvim_get_current_win()
+  if api.nvim_win_get_tabpage(cur) == tab and not floating(cur) then
+    return cur
+  end
+  local best, area = nil, -1
+  for _, w in ipairs(api.nvim_tabpage_list_wins(tab)) do
+    if not floating(w) then
+      local a = api.nvim_win_get_width(w) * api.nvim_win_get_height(w)
+      if a > area then
+        best, area = w, a
+      end
+    end
+  end
+  return best
+end
+
+local function save_win_opts(win)
+  local saved = {}
+  for _, name in ipairs(WIN_OPTS) do
+    saved[name] = vim.wo[win][name]
+  end
+  return saved
+end
+
+-- show_buf puts buf in win without touching the alternate file or the
+-- jumplist; a modified buffer it replaces stays loaded (hidden).
+local function show_buf(win, buf)
+  api.nvim_win_call(win, function()
+    vim.cmd("keepalt keepjumps buffer! " .. buf)
+  end)
+end
+
+local function split(win, cmd)
+  local new
+  api.nvim_win_call(win, function()
+    vim.cmd(cmd)
+    new = api.nvim_get_current_win()
+  end)
+  return new
+end
+
+-- back_to puts the cursor in win (in tab), and back in terminal mode when
+-- it was there: a user typing to Claude keeps typing.
+local function back_to(tab, win, term_mode)
+  if tab and api.nvim_tabpage_is_valid(tab) and tab ~= api.nvim_get_current_tabpage() then
+    api.nvim_set_current_tabpage(tab)
+  end
+  if not win_ok(win) then
+    return
+  end
+  if win ~= api.nvim_get_current_win() then
+    api.nvim_set_current_win(win)
+  end
+  if term_mode and vim.bo[api.nvim_win_get_buf(win)].buftype == "terminal" and api.nvim_get_mode().mode ~= "t" then
+    vim.cmd("startinsert")
+  end
+end
+
+-- Talking to the host --------------------------------------------------------
+
+local function send(d, method, payload)
+  local chan = d.chan
+  if not chan or chan == 0 then
+    chan = require("claude.server").state().chan
+  end
+  if not chan then
+    return false
+  end
+  return (pcall(vim.fn.rpcnotify, chan, method, vim.json.encode(payload)))
+end
+
+-- Reloading after the CLI wrote the file --------------------------------------
+
+-- local_autoread gives buf a local 'autoread' and returns what puts the
+-- user's local value back exactly. How "no local value" reads and which of
+-- :set {opt}< and :setlocal {opt}< brings it back differ between Neovim
+-- 0.7, 0.10 and 0.12, so each is tried until the value reads as before.
+local function local_autoread(buf)
+  local function read()
+    local v = vim.fn.getbufvar(buf, "&l:autoread")
+    return (v == nil or v == vim.NIL) and "unset" or v
+  end
+  local saved = read()
+  vim.bo[buf].autoread = true
+  return function()
+    if not api.nvim_buf_is_valid(buf) then
+      return
+    end
+    for _, cmd in ipairs({ "set autoread<", "setlocal autoread<" }) do
+      api.nvim_buf_call(buf, function()
+        vim.cmd(cmd)
+      end)
+      if read() == saved then
+        return
+      end
+    end
+    vim.bo[buf].autoread = saved == 1 or saved == true
+  end
+end
+
+-- reload brings path's buffer up to date without a W11 prompt: a local
+-- 'autoread' for one :checktime (which keeps the old text in undo). A buffer
+-- with unsaved changes is never reloaded; its user is told instead.
+local function reload(path, expected)
+  local buf = find_buf(path)
+  if not buf or not api.nvim_buf_is_loaded(buf) then
+    return
+  end
+  if vim.bo[buf].modified then
+    if expected == nil or read_file(path) == expected then
+      notify_now(
+        string.format(
+          "nvim-claude: Claude changed %s on disk, but your buffer has unsaved changes, so it was not reloaded. "
+            .. ":e! loads Claude's version; :w keeps yours (and overwrites Claude's).",
+          vim.fn.fnamemodify(path, ":~:.")
+        ),
+        vim.log.levels.WARN
+      )
+    end
+    return
+  end
+  local restore = local_autoread(buf)
+  pcall(vim.cmd, "silent checktime " .. buf)
+  restore()
+end
+
+local function stop_watch(w)
+  if w.done then
+    return
+  end
+  w.done = true
+  w.timer:stop()
+  w.timer:close()
+  if watchers[w.path] == w then
+    watchers[w.path] = nil
+  end
+end
+
+-- watch_write waits (a while) for the CLI to write path, then reloads it.
+local function watch_write(path, expected)
+  if watchers[path] then
+    stop_watch(watchers[path])
+  end
+  if read_file(path) == expected then
+    reload(path, expected) -- already written (the CLI answered in its terminal)
+    return
+  end
+  local w = { path = path, baseline = stat_key(path), deadline = uv.now() + WATCH_MS, timer = uv.new_timer() }
+  watchers[path] = w
+  local function tick()
+    if w.done then
+      return
+    end
+    if stat_key(path) ~= w.baseline then
+      stop_watch(w)
+      reload(path, expected)
+    elseif uv.now() >= w.deadline then
+      stop_watch(w)
+    end
+  end
+  w.timer:start(POLL_MS, POLL_MS, function()
+    vim.schedule(tick)
+  end)
+end
+
+-- Closing --------------------------------------------------------------------
+
+local function close_window(win, fallback_buf)
+  if not win_ok(win) then
+    return
+  end
+  if #api.nvim_list_wins() == 1 then
+    -- the last window cannot close: show something that is not ours
+    if buf_ok(fallback_buf) then
+      show_buf(win, fallback_buf)
+    else
+      api.nvim_win_call(win, function()
+        vim.cmd("enew")
+      end)
+    end
+    return
+  end
+  pcall(api.nvim_win_close, win, true)
+end
+
+local function restore_window(d)
+  local win = d.orig_win
+  if not win_ok(win) then
+    return
+  end
+  api.nvim_win_call(win, function()
+    if vim.wo.diff then
+      vim.cmd("diffoff")
+    end
+    local saved = d.win_opts
+    if saved then
+      if saved.foldmethod == "manual" then
+        pcall(vim.cmd, "normal! zE") -- the folds diff mode left behind
+      end
+      for _, name in ipairs(WIN_OPTS) do
+        if vim.wo[name] ~= saved[name] then
+          vim.wo[name] = saved[name]
+        end
+      end
+    end
+    if d.swapped and buf_ok(d.swapped.buf) then
+      vim.cmd("keepalt keepjumps buffer! " .. d.swapped.buf)
+      pcall(vim.fn.winrestview, d.swapped.view)
+    elseif d.view and api.nvim_win_get_buf(win) == d.orig_buf then
+      pcall(vim.fn.winrestview, d.view)
+    end
+  end)
+end
+
+-- apply_sizes gives the windows of the tab the diff opened from the sizes in
+-- sizes (win -> {width, height}). Splitting or closing a window with
+-- 'equalalways' (the default) equalizes every window, and a new tab's
+-- tabline takes a row; this puts them back. ('equalalways' cannot be
+-- switched off around a split: switching it on equalizes too.)
+local function apply_sizes(d, sizes)
+  -- (sizes of another tab's windows cannot be set safely from here)
+  if not sizes or d.prev_tab ~= api.nvim_get_current_tabpage() then
+    return
+  end
+  -- Twice: setting one window's size moves its neighbours.
+  for _ = 1, 2 do
+    for win, size in pairs(sizes) do
+      if win_ok(win) and api.nvim_win_get_tabpage(win) == d.prev_tab then
+        pcall(api.nvim_win_set_width, win, size[1])
+        pcall(api.nvim_win_set_height, win, size[2])
+      end
+    end
+  end
+end
+
+-- shared_orig reports whether buf is the current side of an open diff.
+local function shared_orig(buf)
+  for _, other in pairs(diffs) do
+    if other.orig_buf == buf then
+      return true
+    end
+  end
+  return false
+end
+
+local function forget(d)
+  diffs[d.id] = nil
+  for i, id in ipairs(order) do
+    if id == d.id then
+      table.remove(order, i)
+      break
+    end
+  end
+end
+
+-- close removes every trace of d: windows, buffers, mappings, autocmds, and
+-- puts back the layout, sizes and focus it found. outcome is "accepted",
+-- "rejected" or "closed" (the CLI or the host ended it).
+local function close(d, outcome)
+  if d.closed then
+    return false
+  end
+  d.closing, d.closed = true, true
+  forget(d)
+  local cur = api.nvim_get_current_win()
+  local focus_back = d.focus_back
+    or not win_ok(cur)
+    or cur == d.prop_win
+    or cur == d.orig_win
+    or (d.new_tab and api.nvim_win_get_tabpage(cur) == d.tab)
+  local ok, err = pcall(function()
+    if buf_ok(d.prop_buf) then
+      pcall(api.nvim_clear_autocmds, { group = augroup, buffer = d.prop_buf })
+    end
+    for _, m in ipairs(d.maps or {}) do
+      -- (another open diff of the same file keeps the mapping)
+      if buf_ok(m.buf) and not shared_orig(m.buf) then
+        pcall(vim.keymap.del, "n", m.lhs, { buffer = m.buf })
+      end
+    end
+    local fallback = (d.swapped and d.swapped.buf) or (not d.orig_scratch and d.orig_buf) or nil
+    -- the proposal's window (whatever it shows now) and any other showing it
+    close_window(d.prop_win, fallback)
+    if buf_ok(d.prop_buf) then
+      for _, w in ipairs(vim.fn.win_findbuf(d.prop_buf)) do
+        close_window(w, fallback)
+      end
+    end
+    if d.win_created then
+      close_window(d.orig_win, fallback)
+    else
+      restore_window(d)
+    end
+    if buf_ok(d.prop_buf) then
+      pcall(api.nvim_buf_delete, d.prop_buf, { force = true })
+    end
+    if d.restore_autoread then
+      d.restore_autoread()
+    end
+    local ob = d.orig_buf
+    if buf_ok(ob) then
+      local shown = #vim.fn.win_findbuf(ob) > 0
+      if d.orig_scratch then
+        pcall(api.nvim_buf_delete, ob, { force = true })
+      elseif d.orig_created and not shown and not vim.bo[ob].modified then
+        pcall(api.nvim_buf_delete, ob, {})
+      else
+        if vim.bo[ob].buflisted ~= d.orig_listed then
+          vim.bo[ob].buflisted = d.orig_listed
+        end
+        if d.orig_loaded_by_us and not shown and not vim.bo[ob].modified then
+          pcall(api.nvim_buf_delete, ob, { unload = true })
+        end
+      end
+    end
+  end)
+  if focus_back then
+    back_to(d.prev_tab, d.prev_win, d.prev_term)
+  end
+  apply_sizes(d, d.sizes)
+  if d.shown then
+    util.emit("ClaudeDiffClosed", { tab_name = d.tab_name, file = d.file, outcome = outcome })
+    if outcome ~= "rejected" then
+      watch_write(d.file, d.accepted or d.contents)
+    end
+  end
+  if not ok then
+    error(err, 0)
+  end
+  return true
+end
+
+-- Deciding -------------------------------------------------------------------
+
+-- decide sends the user's decision to the host (the first one counts) and
+-- closes the diff on the next tick: decisions come from autocmds, where
+-- closing windows and wiping buffers is not allowed.
+local function decide(d, kind, closed_by_user)
+  if d.decided or d.closing then
+    return
+  end
+  d.decided = true
+  local cur = api.nvim_get_current_win()
+  d.focus_back = closed_by_user or cur == d.prop_win or cur == d.orig_win
+  local payload = { id = d.id, decision = kind }
+  if kind == "accept" then
+    payload.contents = buffer_contents(d.prop_buf)
+    d.accepted = payload.contents
+  end
+  local outcome = kind == "accept" and "accepted" or "rejected"
+  if not send(d, "diff_decision", payload) then
+    notify_now("nvim-claude: Claude is no longer waiting for this diff; nothing was written.", vim.log.levels.WARN)
+    d.accepted, outcome = nil, "closed"
+  end
+  vim.schedule(function()
+    close(d, outcome)
+  end)
+end
+
+-- check_gone rejects d when its proposal is no longer on screen: closed
+-- (:q, :close, :tabclose, :only elsewhere), replaced in its window, or
+-- deleted. Run a tick after the event, so :e! (which unloads and reloads the
+-- buffer) is not mistaken for a close.
+local function check_gone(d)
+  if d.decided or d.closing then
+    return
+  end
+  local b = d.prop_buf
+  if buf_ok(b) and api.nvim_buf_is_loaded(b) and #vim.fn.win_findbuf(b) > 0 then
+    return
+  end
+  decide(d, "reject", true)
+end
+
+local function on_write(d, args)
+  local target = full_path(args.file ~= "" and args.file or args.match)
+  if target ~= full_path(api.nvim_buf_get_name(d.prop_buf)) then
+    notify_now(
+      "nvim-claude: this is Claude's proposal for "
+        .. vim.fn.fnamemodify(d.file, ":~:.")
+        .. "; :w accepts it, and it cannot be written under another name.",
+      vim.log.levels.WARN
+    )
+    return
+  end
+  vim.bo[d.prop_buf].modified = false
+  decide(d, "accept")
+end
+
+-- current finds the diff a command means: the one whose window or buffer
+-- the cursor is in, else the only pending one.
+local function current()
+  local win, buf = api.nvim_get_current_win(), api.nvim_get_current_buf()
+  local pending = {}
+  for _, id in ipairs(order) do
+    local d = diffs[id]
+    if not d.decided then
+      if win == d.prop_win or win == d.orig_win or buf == d.prop_buf then
+        return d
+      end
+      table.insert(pending, d)
+    end
+  end
+  for _, d in ipairs(pending) do
+    if buf == d.orig_buf then
+      return d
+    end
+  end
+  if #pending == 1 then
+    return pending[1]
+  elseif #pending == 0 then
+    return nil, "nvim-claude: no Claude diff is waiting for a decision"
+  end
+  return nil,
+    string.format("nvim-claude: %d Claude diffs are open; run this in the one you mean", #pending)
+end
+
+-- Opening --------------------------------------------------------------------
+
+local function ensure_augroup()
+  if not augroup then
+    augroup = api.nvim_create_augroup("nvim-claude-diff", { clear = true })
+  end
+end
+
+local function set_name(buf, name)
+  if pcall(api.nvim_buf_set_name, buf, name) then
+    return
+  end
+  -- a buffer of that name exists (left over, or the user's): number ours
+  for i = 2, 100 do
+    if pcall(api.nvim_buf_set_name, buf, string.format("%s (%d)", name, i)) then
+      return
+    end
+  end
+end
+
+local function detect_filetype(buf, path)
+  api.nvim_buf_call(buf, function()
+    pcall(vim.cmd, "silent doautocmd filetypedetect BufRead " .. vim.fn.fnameescape(path))
+  end)
+end
+
+local function make_proposal(d, contents)
+  local buf = api.nvim_create_buf(false, true)
+  d.prop_buf = buf
+  vim.bo[buf].buftype = "acwrite"
+  vim.bo[buf].bufhidden = "hide"
+  vim.bo[buf].swapfile = false
+  set_name(buf, d.tab_name)
+  local lines, eol, ff = split_contents(contents)
+  vim.bo[buf].fileformat = ff
+  vim.bo[buf].eol = eol
+  -- exactly Claude's final newline (or its absence); :set eol adds one
+  vim.bo[buf].fixeol = false
+  api.nvim_buf_call(buf, function()
+    vim.cmd("setlocal undolevels=-1") -- Claude's text is not an undoable change
+    api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+    vim.cmd("set undolevels<")
+  end)
+  vim.bo[buf].modified = false
+  api.nvim_buf_set_var(buf, "claude_diff", { tab_name = d.tab_name, file = d.file })
+  return buf
+end
+
+local function current_side(d)
+  local buf = find_buf(d.old_file)
+  if buf then
+    d.orig_listed = vim.bo[buf].buflisted
+    if not api.nvim_buf_is_loaded(buf) then
+      vim.fn.bufload(buf)
+      d.orig_loaded_by_us = true
+    end
+  elseif uv.fs_stat(d.old_file) then
+    buf = vim.fn.bufadd(full_path(d.old_file))
+    d.orig_listed = vim.bo[buf].buflisted
+    vim.fn.bufload(buf)
+    d.orig_created = true
+  else
+    -- a new file: the current side is empty
+    buf = api.nvim_create_buf(false, true)
+    d.orig_scratch = true
+    d.new_file = true
+    set_name(buf, d.tab_name .. " (new file)")
+    vim.bo[buf].modifiable = false
+    detect_filetype(buf, d.file)
+  end
+  d.orig_buf = buf
+  d.modified = not d.orig_scratch and vim.bo[buf].modified or false
+  if not d.orig_scratch then
+    -- The CLI may write the file while the diff is still open (the user
+    -- answered in its terminal): a checktime then reloads quietly instead
+    -- of asking (W11).
+    d.restore_autoread = local_autoread(buf)
+  end
+  return buf
+end
+
+local function map_keys(d, o)
+  d.maps = {}
+  local function map(buf, lhs, fn, desc, only_if_free)
+    if not lhs or lhs == "" then
+      return
+    end
+    if only_if_free then
+      local taken = api.nvim_buf_call(buf, function()
+        local m = vim.fn.maparg(lhs, "n", false, true)
+        return type(m) == "table" and m.buffer == 1 and not (m.desc or ""):find("^nvim%-claude:")
+      end)
+      if taken then
+        return -- never clobber the user's own buffer-local mapping
+      end
+    end
+    vim.keymap.set("n", lhs, fn, { buffer = buf, silent = true, desc = desc })
+    table.insert(d.maps, { buf = buf, lhs = lhs })
+  end
+  for _, buf in ipairs({ d.prop_buf, d.orig_buf }) do
+    local theirs = buf == d.orig_buf and not d.orig_scratch
+    map(buf, o.accept, M.accept, "nvim-claude: accept Claude's proposal", theirs)
+    map(buf, o.reject, M.reject, "nvim-claude: reject Claude's proposal", theirs)
+  end
+end
+
+local function watch_proposal(d)
+  local buf = d.prop_buf
+  api.nvim_create_autocmd("BufWriteCmd", {
+    group = augroup,
+    buffer = buf,
+    desc = "nvim-claude: :w accepts Claude's proposal",
+    callback = function(a)
+      on_write(d, a)
+    end,
+  })
+  api.nvim_create_autocmd({ "BufHidden", "BufUnload", "BufDelete", "BufWipeout" }, {
+    group = augroup,
+    buffer = buf,
+    desc = "nvim-claude: closing Claude's proposal rejects it",
+    callback = function()
+      if not d.decided and not d.closing then
+        vim.schedule(function()
+          check_gone(d)
+        end)
+      end
+    end,
+  })
+  api.nvim_create_autocmd("BufReadCmd", {
+    group = augroup,
+    buffer = buf,
+    desc = "nvim-claude: :e! in a proposal puts Claude's text back",
+    callback = function()
+      local lines = split_contents(d.contents)
+      api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+      vim.bo[buf].modified = false
+    end,
+  })
+end
+
+-- place opens the windows: the current side in a window of the current tab
+-- (the file's own window if it shows, else a borrowed editor window, else a
+-- new split) or of a new tab, and the proposal split next to it.
+local function place(d, o, new_tab)
+  local split_cmd = o.layout == "vertical" and "rightbelow vsplit" or "rightbelow split"
+  local W
+  if new_tab then
+    local tab = api.nvim_get_current_tabpage()
+    local from = pick_window(tab) or layout_window(tab)
+    if from and from ~= api.nvim_get_current_win() then
+      api.nvim_set_current_win(from)
+    end
+    vim.cmd("tab split")
+    d.tab = api.nvim_get_current_tabpage()
+    d.new_tab = true
+    W = api.nvim_get_current_win()
+    d.win_created = true
+    show_buf(W, d.orig_buf)
+  else
+    d.tab = api.nvim_get_current_tabpage()
+    for _, w in ipairs(api.nvim_tabpage_list_wins(d.tab)) do
+      if api.nvim_win_get_buf(w) == d.orig_buf and editor_window(w) then
+        W = w
+        break
+      end
+    end
+    if W then
+      d.view = api.nvim_win_call(W, vim.fn.winsaveview)
+    else
+      W = pick_window(d.tab)
+      if W then
+        d.swapped = { buf = api.nvim_win_get_buf(W), view = api.nvim_win_call(W, vim.fn.winsaveview) }
+        show_buf(W, d.orig_buf)
+      else
+        -- only terminals and sidebars here: a new window beside the current one
+        W = split(layout_window(d.tab), o.layout == "vertical" and "leftabove vsplit" or "leftabove split")
+        d.win_created = true
+        show_buf(W, d.orig_buf)
+      end
+    end
+  end
+  d.orig_win = W
+  d.win_opts = save_win_opts(W)
+  local before = d.sizes[W] or { api.nvim_win_get_width(W), api.nvim_win_get_height(W) }
+  d.prop_win = split(W, split_cmd)
+  api.nvim_win_set_buf(d.prop_win, d.prop_buf)
+  -- The split takes half of W and nothing else moves (no 'equalalways'
+  -- surprise for the terminal or the user's other windows).
+  local sizes = {}
+  for w, size in pairs(d.sizes) do
+    if w ~= W then
+      sizes[w] = size
+    end
+  end
+  if o.layout == "vertical" then
+    local half = math.max(math.floor((before[1] - 1) / 2), 1)
+    sizes[W] = { half, before[2] }
+    sizes[d.prop_win] = { before[1] - 1 - half, before[2] }
+  else
+    local half = math.max(math.floor((before[2] - 1) / 2), 1)
+    sizes[W] = { before[1], half }
+    sizes[d.prop_win] = { before[1], before[2] - 1 - half }
+  end
+  apply_sizes(d, sizes)
+  api.nvim_win_call(W, function()
+    vim.cmd("diffthis")
+  end)
+  api.nvim_win_call(d.prop_win, function()
+    vim.cmd("diffthis")
+  end)
+end
+
+local function undo_place(d)
+  d.closing = true
+  if win_ok(d.prop_win) then
+    pcall(api.nvim_win_close, d.prop_win, true)
+  end
+  if d.win_created then
+    if win_ok(d.orig_win) and #api.nvim_list_wins() > 1 then
+      pcall(api.nvim_win_close, d.orig_win, true)
+    end
+  else
+    pcall(restore_window, d)
+  end
+  apply_sizes(d, d.sizes)
+  d.prop_win, d.orig_win, d.win_created, d.swapped, d.view, d.new_tab = nil, nil, nil, nil, nil, nil
+  d.closing = false
+  back_to(d.prev_tab, d.prev_win, false)
+end
+
+local function focus(d, o)
+  if o.keep_terminal_focus then
+    back_to(d.prev_tab, d.prev_win, d.prev_term)
+    return
+  end
+  api.nvim_set_current_win(d.prop_win)
+  -- the cursor on the first change
+  api.nvim_win_set_cursor(d.prop_win, { 1, 0 })
+  if vim.fn.diff_hlID(1, 1) == 0 then
+    pcall(vim.cmd, "normal! ]c")
+  end
+end
+
+--- Opens a diff (called by the host through nvimbridge/lua/diff.lua).
+--- args: {id, tab_name, old_path, new_path, contents, chan}.
+--- Returns {proposal_bufnr, original_bufnr, modified, new_file, tab}.
+function M._open(args)
+  ensure_augroup()
+  for _, id in ipairs(vim.deepcopy(order)) do
+    local old = diffs[id]
+    if old and (old.id == args.id or old.tab_name == args.tab_name) then
+      close(old, "closed") -- superseded (the host answered it)
+    end
+  end
+  local o = options()
+  local file = full_path(args.new_path)
+  local d = {
+    id = args.id,
+    tab_name = args.tab_name,
+    file = file,
+    old_file = full_path(args.old_path ~= nil and args.old_path ~= "" and args.old_path or file),
+    contents = args.contents or "",
+    chan = args.chan,
+    prev_tab = api.nvim_get_current_tabpage(),
+    prev_win = api.nvim_get_current_win(),
+    prev_term = api.nvim_get_mode().mode == "t",
+  }
+  d.sizes = {}
+  for _, w in ipairs(api.nvim_tabpage_list_wins(0)) do
+    if not floating(w) then
+      d.sizes[w] = { api.nvim_win_get_width(w), api.nvim_win_get_height(w) }
+    end
+  end
+  local ok, err = pcall(function()
+    current_side(d)
+    make_proposal(d, d.contents)
+    if vim.bo[d.orig_buf].filetype ~= "" then
+      vim.bo[d.prop_buf].filetype = vim.bo[d.orig_buf].filetype
+    else
+      detect_filetype(d.prop_buf, d.file)
+    end
+  end)
+  if not ok then
+    d.closing = true
+    close(d, "closed")
+    error(err, 0)
+  end
+  local new_tab = o.open_in_new_tab or tab_has_diffs(0)
+  ok, err = pcall(place, d, o, new_tab)
+  if not ok and not new_tab then
+    -- no room here (E36): a tab of its own
+    undo_place(d)
+    ok, err = pcall(place, d, o, true)
+  end
+  if not ok then
+    d.closing = true
+    close(d, "closed")
+    error("could not open the diff windows: " .. tostring(err), 0)
+  end
+  diffs[d.id] = d
+  table.insert(order, d.id)
+  d.shown = true
+  map_keys(d, o)
+  watch_proposal(d)
+  focus(d, o)
+  if d.modified then
+    notify_now(
+      string.format(
+        "nvim-claude: %s has unsaved changes: the diff compares Claude's proposal with your buffer, not with the file on disk.",
+        vim.fn.fnamemodify(d.file, ":~:.")
+      ),
+      vim.log.levels.WARN
+    )
+  end
+  util.emit("ClaudeDiffOpened", {
+    tab_name = d.tab_name,
+    file = d.file,
+    proposal_bufnr = d.prop_buf,
+    original_bufnr = d.orig_buf,
+  })
+  return {
+    proposal_bufnr = d.prop_buf,
+    original_bufnr = d.orig_buf,
+    modified = d.modified,
+    new_file = d.new_file == true,
+    tab = api.nvim_tabpage_get_number(d.tab),
+  }
+end
+
+--- Closes diffs by id (called by the host: close_tab, closeAllDiffTabs, a
+--- CLI that went away). args: {ids = {…}, outcome = "closed"}. Returns how
+--- many were open.
+function M._close(args)
+  local n = 0
+  for _, id in ipairs(args.ids or {}) do
+    local d = diffs[id]
+    if d and close(d, args.outcome or "closed") then
+      n = n + 1
+    end
+  end
+  return n
+end
+
+--- Host events ("diff.<event>").
+function M._on_event(event, data)
+  if event == "close" then
+    M._close(data or {})
+  end
+end
+
+--- :ClaudeDiffAccept — accept the diff under the cursor (either side) with
+--- the proposal as it now reads.
+function M.accept()
+  local d, err = current()
+  if not d then
+    return notify_now(err, vim.log.levels.WARN)
+  end
+  decide(d, "accept")
+end
+
+--- :ClaudeDiffReject — reject the diff under the cursor.
+function M.reject()
+  local d, err = current()
+  if not d then
+    return notify_now(err, vim.log.levels.WARN)
+  end
+  decide(d, "reject")
+end
+
+--- The diffs waiting for a decision, oldest first:
+--- {{tab_name, file, proposal_bufnr, original_bufnr, modified}, …}.
+function M.pending()
+  local out = {}
+  for _, id in ipairs(order) do
+    local d = diffs[id]
+    if d and not d.decided then
+      table.insert(out, {
+        tab_name = d.tab_name,
+        file = d.file,
+        proposal_bufnr = d.prop_buf,
+        original_bufnr = d.orig_buf,
+        modified = d.modified,
+      })
+    end
+  end
+  return out
+end
+
+function M.attach()
+  ensure_augroup()
+end
+
+--- The host stopped: nobody waits for the open diffs any more.
+function M.detach()
+  for _, id in ipairs(vim.deepcopy(order)) do
+    local d = diffs[id]
+    if d then
+      pcall(close, d, "closed")
+    end
+  end
+end
 
 return M

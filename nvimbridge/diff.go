@@ -1,0 +1,116 @@
+package nvimbridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// DiffRequest is a diff to open: Claude's proposal for a file, shown next to
+// the file as the editor has it.
+type DiffRequest struct {
+	// ID is the host's handle for the diff; decisions and CloseDiffs use it.
+	ID string `json:"id"`
+	// TabName is the CLI's name for the diff; the proposal buffer is named
+	// after it.
+	TabName string `json:"tab_name"`
+	// OldPath is the file shown as the current side (absolute).
+	OldPath string `json:"old_path"`
+	// NewPath is the file the proposal is for (absolute; may not exist yet).
+	NewPath string `json:"new_path"`
+	// Contents is the proposed file contents.
+	Contents string `json:"contents"`
+}
+
+// DiffView is what OpenDiff put on screen.
+type DiffView struct {
+	ProposalBuf int `json:"proposal_bufnr"`
+	OriginalBuf int `json:"original_bufnr"`
+	// Modified reports that the file's buffer had unsaved changes: the diff
+	// compares the proposal with them, not with the file on disk.
+	Modified bool `json:"modified"`
+	// NewFile reports that the file does not exist: the current side is empty.
+	NewFile bool `json:"new_file"`
+	// Tab is the tab page number the diff is in.
+	Tab int `json:"tab"`
+}
+
+// DiffDecisionMethod is the notification Lua sends (rpcnotify on the
+// channel OpenDiff names) when the user accepts or rejects a diff. Its JSON
+// parameter is a DiffDecision.
+const DiffDecisionMethod = "diff_decision"
+
+// DiffDecision is the user's answer to a diff.
+type DiffDecision struct {
+	ID string `json:"id"`
+	// Decision is "accept" or "reject".
+	Decision string `json:"decision"`
+	// Contents is the proposal buffer's final text as the file would be
+	// written (line endings, final newline), for "accept".
+	Contents *string `json:"contents,omitempty"`
+}
+
+// OpenDiff opens the diff windows and returns at once; the user's decision
+// arrives later as a DiffDecisionMethod notification on this connection.
+func (b *Bridge) OpenDiff(ctx context.Context, req DiffRequest) (DiffView, error) {
+	ch, err := b.channelID(ctx)
+	if err != nil {
+		return DiffView{}, err
+	}
+	args := struct {
+		DiffRequest
+		Chan int `json:"chan"`
+	}{req, ch}
+	var res struct {
+		DiffView
+		Error string `json:"error"`
+	}
+	if err := b.Call(ctx, "diff_open", args, &res); err != nil {
+		return DiffView{}, err
+	}
+	if res.Error != "" {
+		return DiffView{}, errors.New(res.Error)
+	}
+	return res.DiffView, nil
+}
+
+// CloseDiffs closes the diffs with these ids (windows, buffers; the layout
+// is restored) and reports how many were still open. outcome is what the
+// ClaudeDiffClosed event reports: "accepted", "rejected" or "closed".
+func (b *Bridge) CloseDiffs(ctx context.Context, ids []string, outcome string) (int, error) {
+	if ids == nil {
+		ids = []string{}
+	}
+	var res struct {
+		Closed int `json:"closed"`
+	}
+	err := b.Call(ctx, "diff_close", map[string]any{"ids": ids, "outcome": outcome}, &res)
+	return res.Closed, err
+}
+
+// channelID is Neovim's id for this connection, where Lua sends decisions.
+// go-client asks once and caches it; the first ask is bounded by ctx like
+// any other call.
+func (b *Bridge) channelID(ctx context.Context) (int, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
+		defer cancel()
+	}
+	done := make(chan int, 1)
+	go func() { done <- b.v.ChannelID() }()
+	select {
+	case id := <-done:
+		if id <= 0 {
+			return 0, errors.New("neovim did not tell its channel id")
+		}
+		return id, nil
+	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return 0, fmt.Errorf("channel id: %w", ErrTimeout)
+		}
+		return 0, ctx.Err()
+	case <-b.ctx.Done():
+		return 0, errors.New("neovim connection closed")
+	}
+}
