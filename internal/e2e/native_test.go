@@ -285,3 +285,59 @@ end, {})`, root, hostBin, filepath.Join(t.TempDir(), "cfg")))
 	n.Eval(t, `return vim.fn.jobpid(require("claude.server").state().chan)`, &pid)
 	killOnCleanup(t, pid)
 }
+
+func TestNeedsInput(t *testing.T) {
+	sleeper := script(t, "exec sleep 600")
+	tests := []struct {
+		name      string
+		layout    string
+		hide      bool // :ClaudeToggle the terminal away before the diff
+		wantEvent bool
+	}{
+		{"terminal hidden", "split", true, true},
+		{"terminal in view", "split", false, false},
+		{"float moves aside", "float", false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := startEditor(t, editorOpts{extra: fmt.Sprintf(`, terminal_cmd = %q, terminal = { layout = %q }`, sleeper, tt.layout)})
+			e.Exec(t, captureNotify+`
+_G.needs = 0
+vim.api.nvim_create_autocmd("User", { pattern = "ClaudeNeedsInput", callback = function() _G.needs = _G.needs + 1 end })`)
+			e.Exec(t, `vim.cmd("ClaudeStart")`)
+			st := e.status(t)
+			killOnCleanup(t, st.Terminal.PID)
+			killOnCleanup(t, e.hostPID(t))
+			e.Exec(t, `vim.cmd("stopinsert")`)
+			if tt.hide {
+				e.Exec(t, `vim.cmd("ClaudeToggle")`)
+			}
+			file := filepath.Join(e.Dir, "a.txt")
+			if err := os.WriteFile(file, []byte("one\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			c := dialIDE(t, st.Port, readLock(t, st.LockFile).AuthToken)
+			c.handshake(t, 4242)
+			c.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"openDiff","arguments":{"old_file_path":%q,"new_file_path":%q,"new_file_contents":"two\n","tab_name":"✻ [Claude Code] a.txt (abc123) ⧉"}}}`, file, file))
+			e.WaitFor(t, 10*time.Second, `#require("claude.diff").pending() == 1`, "", "the diff to open")
+			time.Sleep(200 * time.Millisecond) // the User events are scheduled
+			var needs, termWins int
+			e.Eval(t, `return _G.needs`, &needs)
+			e.Eval(t, `return #vim.fn.win_findbuf(...)`, &termWins, st.Terminal.Bufnr)
+			if (needs == 1) != tt.wantEvent {
+				t.Errorf("ClaudeNeedsInput fired %d times, want fired=%v", needs, tt.wantEvent)
+			}
+			if tt.wantEvent && !strings.Contains(fmt.Sprint(e.notes(t)), "review the diff") {
+				t.Errorf("no notification: %+v", e.notes(t))
+			}
+			if tt.layout == "float" && termWins != 0 {
+				t.Errorf("the float stayed over the diff")
+			}
+			c.send(t, `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"close_tab","arguments":{"tab_name":"✻ [Claude Code] a.txt (abc123) ⧉"}}}`)
+			c.recv(t, 7)
+			if tt.layout == "float" {
+				e.WaitFor(t, 10*time.Second, fmt.Sprintf(`#vim.fn.win_findbuf(%d) == 1`, st.Terminal.Bufnr), "", "the float to come back")
+			}
+		})
+	}
+}

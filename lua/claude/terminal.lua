@@ -354,4 +354,73 @@ function M.visible()
   return alive() and window() ~= nil or false
 end
 
+local focused = true -- Neovim's own window has the desktop's focus
+local hid_for_diff = false
+
+-- A diff waits for the user: tell them when they are not looking at Claude
+-- (terminal hidden, or Neovim not focused), and get a floating terminal
+-- out of the diff's way while it is open.
+local function on_diff_opened(ev)
+  local data = ev.data or {}
+  local looking = M.visible() and focused
+  if term.bufnr and config.options.terminal.layout == "float" and not term.snacks then
+    local win = window()
+    if win and win ~= vim.api.nvim_get_current_win() then
+      pcall(vim.api.nvim_win_close, win, false)
+      hid_for_diff = true
+    end
+  end
+  if looking then
+    return
+  end
+  util.emit("ClaudeNeedsInput", { tab_name = data.tab_name, file = data.file })
+  if config.options.notify.needs_input then
+    util.notify(
+      string.format(
+        "Claude proposes a change to %s: review the diff (:w accepts, :q rejects)",
+        vim.fn.fnamemodify(data.file or "?", ":~:.")
+      ),
+      vim.log.levels.WARN
+    )
+  end
+end
+
+local function on_diff_closed()
+  if hid_for_diff then
+    hid_for_diff = false
+    local diff = package.loaded["claude.diff"]
+    if alive() and not (diff and diff.pending and #diff.pending() > 0) then
+      show(false)
+    end
+  end
+end
+
+--- Called when the server starts (server.features): watches diffs and focus.
+function M.attach()
+  local group = vim.api.nvim_create_augroup("nvim-claude-terminal", { clear = true })
+  vim.api.nvim_create_autocmd("User", {
+    group = group,
+    pattern = "ClaudeDiffOpened",
+    desc = "nvim-claude: ClaudeNeedsInput, float out of the diff's way",
+    callback = on_diff_opened,
+  })
+  vim.api.nvim_create_autocmd("User", {
+    group = group,
+    pattern = "ClaudeDiffClosed",
+    desc = "nvim-claude: bring a hidden float back",
+    callback = on_diff_closed,
+  })
+  vim.api.nvim_create_autocmd({ "FocusLost", "FocusGained" }, {
+    group = group,
+    desc = "nvim-claude: track whether Neovim has the desktop's focus",
+    callback = function(ev)
+      focused = ev.event == "FocusGained"
+    end,
+  })
+end
+
+function M.detach()
+  pcall(vim.api.nvim_del_augroup_by_name, "nvim-claude-terminal")
+end
+
 return M
