@@ -47,6 +47,7 @@ type Server interface {
 	Token() string
 	Clients() []mcp.ClientInfo
 	Broadcast(method string, params any) int
+	Notify(clientID, method string, params any) error
 	SetWorkspaceFolders(folders []string) error
 	RegisterTool(t mcp.Tool) error
 	HandleMethod(name string, h mcp.MethodHandler)
@@ -132,11 +133,6 @@ func (a *App) Register(r Registrar) error {
 		"status": a.handleStatus,
 		"probe":  a.handleProbe,
 	}
-	for name, h := range reqs {
-		if err := r.HandleRequest(name, h); err != nil {
-			return fmt.Errorf("register %s: %w", name, err)
-		}
-	}
 	nots := map[string]func(json.RawMessage){
 		"cwd_changed": a.handleCwdChanged,
 	}
@@ -154,6 +150,11 @@ func (a *App) Register(r Registrar) error {
 				}
 				nots[name] = h
 			}
+		}
+	}
+	for name, h := range reqs {
+		if err := r.HandleRequest(name, h); err != nil {
+			return fmt.Errorf("register %s: %w", name, err)
 		}
 	}
 	for name, h := range nots {

@@ -139,6 +139,7 @@ func TestStatusline(t *testing.T) {
 			c.handshake(t, 5151)
 			e.WaitFor(t, 10*time.Second, `#require("claude").status().clients == 1`, "", "a client")
 		}, "✻ 1 session"},
+		{func() { e.Exec(t, `vim.cmd("ClaudeShare off")`) }, "✻ 1 session · not sharing"},
 	}
 	for i, step := range steps {
 		step.do()

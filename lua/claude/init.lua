@@ -190,6 +190,10 @@ function M.status_text()
   if st.terminal then
     table.insert(lines, string.format("terminal: buffer %d, pid %d", st.terminal.bufnr, st.terminal.pid))
   end
+  table.insert(lines, "selection sharing: " .. (st.sharing and "on" or "off"))
+  if #st.diffs > 0 then
+    table.insert(lines, string.format("pending diffs: %d", #st.diffs))
+  end
   if #pids == 0 then
     table.insert(lines, "connect a CLI: " .. M.connect_hint(st.port))
   end

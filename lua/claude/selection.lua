@@ -1,8 +1,818 @@
--- claude.selection (being built).
+-- Sharing the cursor and the visual selection with Claude (selection_changed).
+--
+-- The cost of a cursor move is what matters here: Neovim fires CursorMoved
+-- for every key. So the CursorMoved/CursorMovedI autocmds are one-shot: the
+-- first move after a quiet period notes where the cursor is, removes them
+-- and tells the Go host "something moved" (selection_dirty). The host waits
+-- for the debounce and asks for the state in one call (the bridge's
+-- selection_pull, which lands in M._pull): if the cursor is no longer where
+-- it was noted, it is still moving and the host asks again a debounce
+-- later; once it has come to rest the payload is gathered and the autocmds
+-- come back. While the cursor keeps moving no Lua runs at all.
+--
+-- Leaving visual mode is the exception: the selection is about to vanish,
+-- so it is gathered from the '< and '> marks right away and pushed
+-- (selection_update), and stays "sticky" until the cursor really moves, so
+-- that selecting lines and then going to the Claude terminal keeps them.
+local config = require("claude.config")
+local util = require("claude.util")
+
+local api, fn = vim.api, vim.fn
+local uv = util.uv
+
 local M = {}
 
-function M.attach() end
+local MAXCOL = 2147483647
+-- Visual and Select modes, as the first character of mode().
+local visual_modes = { v = "v", V = "V", ["\22"] = "\22", s = "v", S = "V", ["\19"] = "\22" }
 
-function M.detach() end
+-- A host channel is attached while the IDE server runs and sharing is on.
+local S = {
+  chan = nil, -- the Go host's channel; nil = not tracking
+  group = nil, -- augroup id while tracking
+  moves = {}, -- ids of the one-shot CursorMoved/CursorMovedI autocmds; empty = disarmed
+  dirty_at = 0, -- when selection_dirty was last sent (re-armed if no pull came)
+  snap = nil, -- where the cursor was when it started moving (or at the last pull)
+  block = nil, -- autocmd id noting `$` while in blockwise visual mode
+  debounce = 50,
+  seq = 0, -- orders our observations for the host (newest wins)
+  vwin = nil, -- window where visual mode began
+  dollar = false, -- the block being made extends to the end of every line
+  sticky = nil, -- {win, buf, lnum, col, state}: a selection kept after visual mode ended
+  last_editor = nil, -- the last window that showed a file (the "active editor")
+}
+
+local pref = nil -- :ClaudeShare's choice; nil follows the selection.track option
+
+-- Files -------------------------------------------------------------------
+
+--- The file a buffer shows, or nil when it is not a plain file on disk
+--- (terminal, help, quickfix, nofile, scratch, URI-named buffers …).
+function M.file_path(buf)
+  if not api.nvim_buf_is_valid(buf) or vim.bo[buf].buftype ~= "" then
+    return nil
+  end
+  local name = api.nvim_buf_get_name(buf)
+  if name:sub(1, 1) == "/" or name:match("^%a:[\\/]") then
+    return name
+  end
+  return nil
+end
+
+local deny = { src = nil, pats = {}, cache = {} }
+
+-- compile turns the deny globs into Vim regexes. A glob without "/" is
+-- matched against the file name, one with "/" against the whole path (a
+-- relative one anywhere in it). "*" crosses directory separators.
+local function compile(globs)
+  local pats = {}
+  local case = vim.o.fileignorecase and "\\c" or "\\C"
+  for _, g in ipairs(globs or {}) do
+    if g ~= "" then
+      local full = g:find("/", 1, true) ~= nil
+      if full then
+        if g:sub(1, 1) == "~" then
+          g = fn.expand(g)
+        elseif g:sub(1, 1) ~= "/" and g:sub(1, 1) ~= "*" then
+          g = "*/" .. g
+        end
+      end
+      local ok, re = pcall(fn.glob2regpat, g)
+      if ok then
+        table.insert(pats, { re = case .. re, full = full })
+      end
+    end
+  end
+  return pats
+end
+
+local function matches(path)
+  local base = path:match("[^/\\]+$") or path
+  for _, p in ipairs(deny.pats) do
+    if fn.match(p.full and path or base, p.re) >= 0 then
+      return true
+    end
+  end
+  return false
+end
+
+--- Whether path is on the selection.deny list (its contents never leave
+--- Neovim). A symlink is judged by its target's name too.
+function M.denied(path)
+  local globs = config.options.selection.deny
+  if deny.src ~= globs then
+    deny.src, deny.pats, deny.cache = globs, compile(globs), {}
+  end
+  local hit = deny.cache[path]
+  if hit == nil then
+    hit = matches(path)
+    if not hit then
+      local real = uv.fs_realpath(path)
+      hit = real ~= nil and real ~= path and matches(real)
+    end
+    deny.cache[path] = hit
+  end
+  return hit
+end
+
+-- Text and positions --------------------------------------------------------
+
+-- utf16 counts the UTF-16 code units in the first n bytes of s: one per
+-- character, two for the 4-byte (astral) ones.
+local function utf16(s, n)
+  if n <= 0 then
+    return 0
+  end
+  local p = n >= #s and s or s:sub(1, n)
+  if not p:find("[\128-\255]") then
+    return #p
+  end
+  local cont = select(2, p:gsub("[\128-\191]", ""))
+  local astral = select(2, p:gsub("[\240-\247]", ""))
+  return #p - cont + astral
+end
+
+-- cell returns the byte length and display width of the character cell
+-- (base character plus composing ones) at byte i of line, starting at
+-- display column vcol.
+local function cell(line, i, vcol, ts, listtab)
+  local b = line:byte(i)
+  if b < 128 then
+    if b == 9 then
+      return 1, listtab and 2 or (ts - vcol % ts)
+    elseif b < 32 or b == 127 then
+      return 1, 2
+    end
+    return 1, 1
+  end
+  local ch = fn.strpart(line, i - 1, 1, 1)
+  if ch == "" then
+    return 1, 1
+  end
+  return #ch, api.nvim_strwidth(ch)
+end
+
+local function tab_opts(buf)
+  local listtab = vim.wo.list and not vim.wo.listchars:find("tab:", 1, true)
+  return vim.bo[buf].tabstop, listtab
+end
+
+-- vspan is the first and last display column (0-based) of the character at
+-- byte col (0-based) of line; past the end it is the one column after it.
+local function vspan(line, col, ts, listtab)
+  if not line:find("[^\32-\126]") then
+    col = math.min(col, #line)
+    return col, col
+  end
+  local vcol, i, n = 0, 1, #line
+  while i <= n do
+    local len, w = cell(line, i, vcol, ts, listtab)
+    if i - 1 + len > col then
+      return vcol, vcol + w - 1
+    end
+    vcol = vcol + w
+    i = i + len
+  end
+  return vcol, vcol
+end
+
+-- block_part is the part of line a blockwise selection of display columns
+-- left..right (inclusive, 0-based) yanks, as Vim does: characters wholly
+-- inside, spaces for the inside part of a wide character or tab cut by an
+-- edge, nothing for a line too short to reach the block. Also returns the
+-- byte range (0-based, end exclusive) it came from.
+local function block_part(line, left, right, ts, listtab)
+  local n = #line
+  if not line:find("[^\32-\126]") then
+    if left > n then
+      return string.rep(" ", right - left + 1), n, n
+    elseif left == n then
+      return "", n, n
+    end
+    local e = math.min(n, right + 1)
+    return line:sub(left + 1, e), left, e
+  end
+  local vcol, i, w = 0, 1, 0
+  while vcol < left and i <= n do
+    local len
+    len, w = cell(line, i, vcol, ts, listtab)
+    vcol = vcol + w
+    i = i + len
+  end
+  if vcol < left then
+    -- the line ends before the block: Vim yanks the block's width in spaces
+    return string.rep(" ", right - left + 1), n, n
+  end
+  local startspaces = vcol - left
+  local pstart, pend, evcol = i, i, vcol
+  local endspaces = 0
+  if evcol > right then
+    -- one character covers the whole block
+    return string.rep(" ", right - left + 1), pstart - 1, pstart - 1
+  end
+  local prev = pend
+  while evcol <= right and pend <= n do
+    prev = pend
+    local len
+    len, w = cell(line, pend, evcol, ts, listtab)
+    evcol = evcol + w
+    pend = pend + len
+  end
+  if evcol > right then
+    local outside = evcol - right - 1
+    if outside > 0 then
+      endspaces = w - outside
+      if pend ~= pstart then
+        pend = prev
+      end
+    end
+  end
+  local text = string.rep(" ", startspaces) .. line:sub(pstart, pend - 1) .. string.rep(" ", endspaces)
+  return text, pstart - 1, pend - 1
+end
+
+local function pos(line, character)
+  return { line = line, character = character }
+end
+
+-- prev_char moves a 0-based byte column back one character.
+local function prev_char(line, col)
+  col = col - 1
+  while col > 0 do
+    local b = line:byte(col + 1)
+    if not b or b < 128 or b >= 192 then
+      break
+    end
+    col = col - 1
+  end
+  return col
+end
+
+-- region builds the state for a selection between p1 and p2 ({l = 1-based
+-- line, c = 0-based byte}) of buf in visual mode vmode ("v", "V", "\22").
+-- The text is what `y` would yank.
+local function region(buf, path, vmode, p1, p2, dollar)
+  if p2.l < p1.l or (p2.l == p1.l and p2.c < p1.c) then
+    p1, p2 = p2, p1
+  end
+  local nlines = api.nvim_buf_line_count(buf)
+  p1.l, p2.l = math.min(p1.l, nlines), math.min(p2.l, nlines)
+  local lines = api.nvim_buf_get_lines(buf, p1.l - 1, p2.l, false)
+  local first, last = lines[1] or "", lines[#lines] or ""
+  local exclusive = vim.o.selection == "exclusive"
+  local st = { kind = "selection", path = path, empty = false }
+
+  if vmode == "V" then
+    st.text = table.concat(lines, "\n") .. "\n"
+    -- end at the start of the next line, as an editor's full-line
+    -- selection does; the CLI counts such a selection's lines correctly
+    -- even when the last line is empty.
+    st.start, st["end"] = pos(p1.l - 1, 0), pos(p2.l, 0)
+    return st
+  end
+
+  if vmode == "v" then
+    local sc = math.min(p1.c, #first)
+    local ec = p2.c
+    local eol_break = false
+    if exclusive and (p1.l ~= p2.l or p1.c ~= p2.c) then
+      if ec > 0 then
+        ec = prev_char(last, math.min(ec, #last))
+      elseif p2.l > p1.l then
+        -- exclusive end at a line start: select up to the previous line's end
+        table.remove(lines)
+        p2.l = p2.l - 1
+        last = lines[#lines]
+        ec = #last
+        eol_break = true
+      end
+    end
+    local stop -- exclusive byte end in the last line
+    local newline = false
+    if ec >= #last then
+      stop = #last
+      -- on the line break: it is selected, unless this is the last line
+      newline = p2.l < nlines or eol_break
+    else
+      stop = ec + #fn.strpart(last, ec, 1, 1)
+    end
+    local parts = {}
+    if #lines == 1 then
+      parts[1] = first:sub(sc + 1, stop)
+    else
+      parts[1] = first:sub(sc + 1)
+      for i = 2, #lines - 1 do
+        parts[i] = lines[i]
+      end
+      parts[#lines] = last:sub(1, stop)
+    end
+    st.text = table.concat(parts, "\n") .. (newline and "\n" or "")
+    st.start = pos(p1.l - 1, utf16(first, sc))
+    if newline then
+      st["end"] = pos(p2.l, 0)
+    else
+      st["end"] = pos(p2.l - 1, utf16(last, stop))
+    end
+    return st
+  end
+
+  -- blockwise
+  local ts, listtab = tab_opts(buf)
+  local s1, e1 = vspan(first, p1.c, ts, listtab)
+  local s2, e2 = vspan(last, p2.c, ts, listtab)
+  local left, right = s1, e1
+  if s2 < left then
+    left = s2
+  end
+  if e2 > right then
+    if exclusive and s2 >= 1 and s2 - 1 >= right then
+      right = s2 - 1
+    else
+      right = e2
+    end
+  end
+  if dollar then
+    -- to each line's end; the widest line's end is the block's right edge
+    right = 0
+    for _, line in ipairs(lines) do
+      local w = vspan(line, #line, ts, listtab)
+      if w > right then
+        right = w
+      end
+    end
+  end
+  local parts = {}
+  local sb, eb = 0, 0
+  for i, line in ipairs(lines) do
+    local text, b0, b1 = block_part(line, left, right, ts, listtab)
+    parts[i] = text
+    if i == 1 then
+      sb = b0
+    end
+    if i == #lines then
+      eb = b1
+    end
+  end
+  st.text = table.concat(parts, "\n")
+  st.start = pos(p1.l - 1, utf16(first, sb))
+  st["end"] = pos(p2.l - 1, utf16(last, eb))
+  return st
+end
+
+local function cursor_state(win, buf, path)
+  local c = api.nvim_win_get_cursor(win)
+  local line
+  if win == api.nvim_get_current_win() then
+    line = api.nvim_get_current_line()
+  else
+    line = api.nvim_buf_get_lines(buf, c[1] - 1, c[1], false)[1] or ""
+  end
+  local p = pos(c[1] - 1, utf16(line, c[2]))
+  return { kind = "selection", path = path, text = "", start = p, ["end"] = pos(p.line, p.character), empty = true }
+end
+
+-- visual_live is the selection of the current window while in visual mode.
+local function visual_live(buf, path, mode)
+  local v = fn.getpos("v")
+  local c = api.nvim_win_get_cursor(0)
+  local vmode = visual_modes[mode]
+  local dollar = vmode == "\22" and fn.getcurpos()[5] >= MAXCOL
+  return region(buf, path, vmode, { l = v[2], c = v[3] - 1 }, { l = c[1], c = c[2] }, dollar)
+end
+
+-- visual_last is the visual selection that just ended, from its marks.
+local function visual_last(buf, path)
+  local vmode = visual_modes[fn.visualmode()] or "v"
+  local s, e = fn.getpos("'<"), fn.getpos("'>")
+  if s[2] == 0 or e[2] == 0 then
+    return nil
+  end
+  local p1, p2 = { l = s[2], c = s[3] - 1 }, { l = e[2], c = e[3] - 1 }
+  -- `$` leaves curswant at MAXCOL, unless an operator (y, d) has already
+  -- moved the cursor: then the last move in the block told.
+  local dollar = vmode == "\22" and (fn.getcurpos()[5] >= MAXCOL or S.dollar)
+  if vmode == "V" then
+    p1.c, p2.c = 0, 0
+  end
+  return region(buf, path, vmode, p1, p2, dollar)
+end
+
+-- sticky_holds reports whether the selection kept after visual mode still
+-- stands for win showing buf: the cursor has not moved since (a plugin or
+-- the API can move it without CursorMoved in that window).
+local function sticky_holds(win, buf)
+  local sticky = S.sticky
+  if not sticky or sticky.win ~= win or sticky.buf ~= buf then
+    return false
+  end
+  local ok, c = pcall(api.nvim_win_get_cursor, win)
+  if ok and c[1] == sticky.lnum and c[2] == sticky.col then
+    return true
+  end
+  S.sticky = nil
+  return false
+end
+
+local function next_seq(st)
+  S.seq = S.seq + 1
+  st.seq = S.seq
+  return st
+end
+
+-- current_state is what the current window shows: a live visual
+-- selection, the sticky one, or the cursor.
+local function current_state()
+  local win, buf = api.nvim_get_current_win(), api.nvim_get_current_buf()
+  local path = M.file_path(buf)
+  if not path then
+    return { kind = "skip" }
+  end
+  S.last_editor = win
+  if M.denied(path) then
+    return { kind = "denied" }
+  end
+  local mode = api.nvim_get_mode().mode:sub(1, 1)
+  if visual_modes[mode] then
+    S.sticky = nil
+    return visual_live(buf, path, mode)
+  end
+  if sticky_holds(win, buf) then
+    return { kind = "keep" }
+  end
+  S.sticky = nil
+  return cursor_state(win, buf, path)
+end
+
+-- Talking to the host -------------------------------------------------------
+
+-- request asks the host and waits (sharing changes: when :ClaudeShare off
+-- returns, nothing more is shared).
+local function request(chan, method, payload)
+  local ok, res = pcall(vim.rpcrequest, chan, method, vim.json.encode(payload))
+  if not ok then
+    return nil, tostring(res)
+  end
+  return res
+end
+
+local function send(method, payload)
+  if not S.chan then
+    return
+  end
+  if payload == nil then
+    pcall(vim.rpcnotify, S.chan, method)
+  else
+    pcall(vim.rpcnotify, S.chan, method, vim.json.encode(payload))
+  end
+end
+
+-- snapshot is where the cursor is, to tell at pull time whether it moved.
+local function snapshot()
+  local c = api.nvim_win_get_cursor(0)
+  return { api.nvim_get_current_win(), api.nvim_get_current_buf(), c[1], c[2], api.nvim_get_mode().mode }
+end
+
+local function same(a, b)
+  return a and b and a[1] == b[1] and a[2] == b[2] and a[3] == b[3] and a[4] == b[4] and a[5] == b[5]
+end
+
+local arm
+
+-- dirty tells the host that the state changed: it pulls after the debounce.
+local function dirty()
+  for _, id in ipairs(S.moves) do
+    pcall(api.nvim_del_autocmd, id)
+  end
+  S.moves = {}
+  S.snap = snapshot()
+  S.dirty_at = uv.now()
+  send("selection_dirty")
+end
+
+-- on_move is the one-shot move autocmd: it runs once per quiet period.
+local function on_move()
+  local sticky = S.sticky
+  if sticky and api.nvim_get_current_win() == sticky.win and api.nvim_get_current_buf() == sticky.buf then
+    local c = api.nvim_win_get_cursor(0)
+    if c[1] == sticky.lnum and c[2] == sticky.col then
+      -- the cursor only settled after visual mode (Esc from `$`, an
+      -- operator): keep the selection, wait for a real move
+      arm()
+      return
+    end
+  end
+  dirty()
+end
+
+-- arm installs the one-shot move autocmds.
+arm = function()
+  if not S.group or #S.moves > 0 then
+    return
+  end
+  local opts = { group = S.group, desc = "nvim-claude: note that the cursor moved (once per quiet period)", callback = on_move }
+  S.moves = {
+    api.nvim_create_autocmd("CursorMoved", opts),
+    api.nvim_create_autocmd("CursorMovedI", opts),
+  }
+end
+
+-- changed handles events that always count (a buffer entered, visual mode
+-- started): tell the host unless it already knows; and if a pull never
+-- came (the host was busy and gave up), start over rather than stall.
+local function changed()
+  if #S.moves > 0 or uv.now() - S.dirty_at > 2000 then
+    dirty()
+  end
+end
+
+-- push sends the selection that just ended now, not after the debounce,
+-- and keeps it until the cursor moves.
+local function push(st)
+  if not st then
+    return
+  end
+  local c = api.nvim_win_get_cursor(0)
+  S.sticky = {
+    win = api.nvim_get_current_win(),
+    buf = api.nvim_get_current_buf(),
+    lnum = c[1],
+    col = c[2],
+    state = st,
+  }
+  send("selection_update", { state = next_seq(st) })
+end
+
+local function visual_ended()
+  local win, buf = api.nvim_get_current_win(), api.nvim_get_current_buf()
+  if S.vwin and S.vwin ~= win then
+    return -- Neovim 0.7 ends visual mode in the window switched to; WinLeave sent it
+  end
+  S.vwin = nil
+  local path = M.file_path(buf)
+  if not path then
+    return
+  end
+  S.last_editor = win
+  if M.denied(path) then
+    S.sticky = nil
+    send("selection_update", { state = next_seq({ kind = "denied" }) })
+    return
+  end
+  push(visual_last(buf, path))
+end
+
+-- left_in_visual handles a window switch during visual mode (Neovim 0.7:
+-- nvim_set_current_win keeps visual mode going in the new window).
+local function left_in_visual()
+  local mode = api.nvim_get_mode().mode:sub(1, 1)
+  if not visual_modes[mode] then
+    return
+  end
+  local buf = api.nvim_get_current_buf()
+  local path = M.file_path(buf)
+  if not path or M.denied(path) then
+    return
+  end
+  push(visual_live(buf, path, mode))
+end
+
+-- Tracking --------------------------------------------------------------------
+
+-- block_tracking notes, while a blockwise selection is made, whether `$`
+-- was used: an operator (y, d) moves the cursor before visual mode ends,
+-- and curswant with it. Only blockwise visual mode pays for this.
+local function block_tracking(on)
+  S.dollar = false
+  if S.block then
+    pcall(api.nvim_del_autocmd, S.block)
+    S.block = nil
+  end
+  if on and S.group then
+    S.block = api.nvim_create_autocmd("CursorMoved", {
+      group = S.group,
+      desc = "nvim-claude: note `$` in a blockwise selection",
+      callback = function()
+        S.dollar = fn.getcurpos()[5] >= MAXCOL
+      end,
+    })
+  end
+end
+
+local function stop_tracking(tell_host)
+  if S.group then
+    pcall(api.nvim_del_augroup_by_id, S.group)
+  end
+  if tell_host and S.chan then
+    request(S.chan, "selection_share", { on = false })
+  end
+  S.group, S.chan, S.sticky, S.vwin, S.last_editor = nil, nil, nil, nil, nil
+  S.moves, S.block, S.snap = {}, nil, nil
+end
+
+local function start_tracking(chan)
+  if S.group then
+    return
+  end
+  S.chan = chan
+  S.moves, S.block, S.snap, S.dirty_at, S.sticky, S.vwin = {}, nil, nil, 0, nil, nil
+  S.debounce = config.options.selection.debounce_ms
+  S.group = api.nvim_create_augroup("nvim-claude-selection", { clear = true })
+  local au = function(ev, opts)
+    opts.group = S.group
+    api.nvim_create_autocmd(ev, opts)
+  end
+  au("BufEnter", { desc = "nvim-claude: share the file just entered", callback = changed })
+  au("ModeChanged", {
+    pattern = "*:[vV\22sS\19]*",
+    desc = "nvim-claude: share the visual selection as it grows",
+    callback = function()
+      local old = vim.v.event.old_mode:sub(1, 1)
+      if not visual_modes[old] then
+        S.vwin = api.nvim_get_current_win()
+      end
+      block_tracking(visual_modes[vim.v.event.new_mode:sub(1, 1)] == "\22")
+      changed()
+    end,
+  })
+  au("ModeChanged", {
+    pattern = "[vV\22sS\19]*:*",
+    desc = "nvim-claude: send the visual selection as it ends",
+    callback = function()
+      local new = vim.v.event.new_mode:sub(1, 1)
+      if not visual_modes[new] then
+        visual_ended()
+        block_tracking(false)
+        arm()
+      end
+    end,
+  })
+  au("WinLeave", { desc = "nvim-claude: keep a visual selection when leaving its window", callback = left_in_visual })
+  arm()
+  local _, err = request(chan, "selection_share", { on = true, debounce_ms = S.debounce })
+  if err then
+    stop_tracking(false)
+    util.notify("nvim-claude: could not start sharing the selection: " .. err, vim.log.levels.ERROR)
+    return
+  end
+  local st = current_state()
+  if st.kind == "selection" or st.kind == "denied" then
+    send("selection_update", { state = next_seq(st) })
+  end
+end
+
+local function wanted()
+  if pref ~= nil then
+    return pref
+  end
+  return config.options.selection.track
+end
+
+--- Starts tracking (the server calls this when it starts). chan overrides
+--- the host channel (tests).
+function M.attach(chan)
+  chan = chan or require("claude.server").state().chan
+  if not chan or not wanted() then
+    return
+  end
+  start_tracking(chan)
+end
+
+--- Stops tracking (the server is stopping: nothing to tell it).
+function M.detach()
+  stop_tracking(false)
+end
+
+--- Whether the cursor and selection are being shared with Claude right now.
+function M.sharing()
+  return S.group ~= nil
+end
+
+local function announce()
+  util.emit("ClaudeShareChanged", { sharing = M.sharing() })
+  pcall(vim.cmd, "redrawstatus!")
+end
+
+--- :ClaudeShare [on|off|toggle]. Without an argument, tells the state.
+function M.share(arg)
+  arg = vim.trim(arg or "")
+  if arg == "toggle" then
+    arg = wanted() and "off" or "on"
+  end
+  if arg == "on" or arg == "off" then
+    pref = arg == "on"
+    local server = require("claude.server")
+    if pref and server.is_running() then
+      start_tracking(server.state().chan)
+    elseif not pref then
+      stop_tracking(true)
+    end
+    announce()
+  elseif arg ~= "" then
+    util.notify(string.format("nvim-claude: :ClaudeShare takes on, off or toggle, not %q", arg), vim.log.levels.ERROR)
+    return
+  end
+  local msg
+  if M.sharing() then
+    msg = "nvim-claude: sharing the cursor and selection with Claude"
+  elseif wanted() then
+    msg = "nvim-claude: selection sharing is on; it starts with the server (:ClaudeStart)"
+  else
+    msg = "nvim-claude: not sharing the cursor and selection (:ClaudeShare on)"
+  end
+  util.notify(msg, vim.log.levels.INFO)
+end
+
+-- Called by the bridge (nvimbridge/lua/selection.lua) -----------------------
+
+--- The state for the host's debounced pull. Unless force is set, answers
+--- {kind = "wait", wait = ms} while the cursor is still moving.
+function M._pull(force)
+  if not force and S.snap then
+    local now = snapshot()
+    if not same(now, S.snap) then
+      S.snap = now
+      return { kind = "wait", wait = S.debounce }
+    end
+  end
+  S.snap = nil
+  arm()
+  return next_seq(current_state())
+end
+
+local function editor_window()
+  local cur = api.nvim_get_current_win()
+  if M.file_path(api.nvim_win_get_buf(cur)) then
+    return cur
+  end
+  local tab = api.nvim_get_current_tabpage()
+  local last = S.last_editor
+  if last and api.nvim_win_is_valid(last) and M.file_path(api.nvim_win_get_buf(last)) then
+    if api.nvim_win_get_tabpage(last) == tab then
+      return last
+    end
+  end
+  local prev = fn.win_getid(fn.winnr("#"))
+  if prev ~= 0 and M.file_path(api.nvim_win_get_buf(prev)) then
+    return prev
+  end
+  for _, w in ipairs(api.nvim_tabpage_list_wins(tab)) do
+    if api.nvim_win_get_config(w).relative == "" and M.file_path(api.nvim_win_get_buf(w)) then
+      return w
+    end
+  end
+  return nil
+end
+
+--- The selection in the active editor for getCurrentSelection: the current
+--- window if it shows a file, else the file window used last.
+function M._current()
+  local win = editor_window()
+  if not win then
+    return { kind = "none" }
+  end
+  local buf = api.nvim_win_get_buf(win)
+  local path = M.file_path(buf)
+  if M.denied(path) then
+    return { kind = "denied", path = path }
+  end
+  if win == api.nvim_get_current_win() then
+    local mode = api.nvim_get_mode().mode:sub(1, 1)
+    if visual_modes[mode] then
+      return visual_live(buf, path, mode)
+    end
+  end
+  if sticky_holds(win, buf) then
+    return S.sticky.state
+  end
+  return cursor_state(win, buf, path)
+end
+
+--- The selection in the current window, the way it would be shared (for
+--- tests and for users who want it).
+function M.get()
+  local buf = api.nvim_get_current_buf()
+  local path = M.file_path(buf)
+  if not path or M.denied(path) then
+    return nil
+  end
+  local mode = api.nvim_get_mode().mode:sub(1, 1)
+  if visual_modes[mode] then
+    return visual_live(buf, path, mode)
+  end
+  return cursor_state(api.nvim_get_current_win(), buf, path)
+end
+
+-- Exposed for tests.
+M._utf16 = utf16
+M._region = region
+M._visual_last = visual_last
+function M._debug()
+  return {
+    tracking = S.group ~= nil,
+    armed = #S.moves > 0,
+    sticky = S.sticky and S.sticky.state or nil,
+    seq = S.seq,
+  }
+end
 
 return M
