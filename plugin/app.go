@@ -429,7 +429,30 @@ func (a *App) handleCwdChanged(raw json.RawMessage) {
 	if srv == nil {
 		return
 	}
-	if err := srv.SetWorkspaceFolders([]string{p.Cwd}); err != nil {
+	a.refreshWorkspaceFolders()
+}
+
+// workspaceFoldersProvider is a component that knows more workspace folders
+// than the cwd (e.g. those of attached language servers).
+type workspaceFoldersProvider interface {
+	workspaceFolders() []string
+}
+
+// refreshWorkspaceFolders rewrites the lock file's workspaceFolders: the
+// cwd, plus what components add.
+func (a *App) refreshWorkspaceFolders() {
+	srv := a.server()
+	if srv == nil {
+		return
+	}
+	folders := []string{a.workspaceDir()}
+	for _, c := range a.components {
+		if p, ok := c.(workspaceFoldersProvider); ok {
+			folders = p.workspaceFolders()
+			break
+		}
+	}
+	if err := srv.SetWorkspaceFolders(folders); err != nil {
 		a.log.Error("rewrite lock file", "err", err)
 	}
 }

@@ -1,15 +1,317 @@
 package plugin
 
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nvim-claude/nvim-claude/mcp"
+	"github.com/nvim-claude/nvim-claude/nvimbridge"
+)
+
 // contextEditor is what diagnostics, the editor tools (openFile,
-// getOpenEditors …) and the workspace methods need from Neovim.
-type contextEditor interface{}
+// getOpenEditors …) and the workspace methods need from Neovim. Each method
+// is one round trip (see nvimbridge/context.go).
+type contextEditor interface {
+	Editors(ctx context.Context) (nvimbridge.Editors, error)
+	Workspace(ctx context.Context) (nvimbridge.Workspace, error)
+	OpenFile(ctx context.Context, o nvimbridge.OpenFileOptions) (nvimbridge.OpenedFile, error)
+	OpenFiles(ctx context.Context, paths []string) ([]nvimbridge.OpenOutcome, error)
+	Document(ctx context.Context, path string) (nvimbridge.Document, error)
+	SaveDocument(ctx context.Context, path string) (nvimbridge.SaveResult, error)
+	FormatDocument(ctx context.Context, path string, timeout time.Duration) (nvimbridge.FormatResult, error)
+	ReadDocument(ctx context.Context, path, real string) (nvimbridge.BufferText, error)
+	WriteDocument(ctx context.Context, path, content string) (nvimbridge.WriteResult, error)
+	SyncDiagnostics(ctx context.Context) (nvimbridge.DiagnosticsSync, error)
+}
 
 // editorContext is the component for diagnostics, the editor tools and the
 // workspace methods.
 type editorContext struct {
-	app *App
+	app   *App
+	diags *diagCache
+
+	mu      sync.Mutex
+	folders []string // workspace folders as Lua last reported them
 }
 
-func newContext(a *App) *editorContext { return &editorContext{app: a} }
+func newContext(a *App) *editorContext {
+	return &editorContext{app: a, diags: newDiagCache()}
+}
 
 func (c *editorContext) name() string { return "context" }
+
+func (c *editorContext) tools() []mcp.Tool {
+	return []mcp.Tool{
+		c.getDiagnosticsTool(),
+		c.openFileTool(),
+		c.getOpenEditorsTool(),
+		c.getWorkspaceFoldersTool(),
+		c.checkDocumentDirtyTool(),
+		c.saveDocumentTool(),
+		c.openFilesTool(),
+		c.getAllOpenedFilePathsTool(),
+		c.reformatFileTool(),
+	}
+}
+
+func (c *editorContext) methods() map[string]mcp.MethodHandler {
+	return map[string]mcp.MethodHandler{
+		"readFile":         c.readFile,
+		"writeFile":        c.writeFile,
+		"listFiles":        c.listFiles,
+		"getWorkspaceInfo": c.getWorkspaceInfo,
+		"getOpenFiles":     c.getOpenFiles,
+		"getCurrentFile":   c.getCurrentFile,
+	}
+}
+
+func (c *editorContext) luaRequests() map[string]func(context.Context, json.RawMessage) (any, error) {
+	return nil
+}
+
+func (c *editorContext) luaNotifications() map[string]func(json.RawMessage) {
+	return map[string]func(json.RawMessage){
+		"diagnostics_changed": c.handleDiagnosticsChanged,
+		"workspace_folders":   c.handleWorkspaceFolders,
+	}
+}
+
+// handleWorkspaceFolders takes the folder list Lua sends when the cwd or the
+// running language servers change, and puts it in the lock file.
+func (c *editorContext) handleWorkspaceFolders(raw json.RawMessage) {
+	var p struct {
+		Folders []string `json:"folders"`
+	}
+	if err := json.Unmarshal(raw, &p); err != nil {
+		c.app.log.Warn("workspace_folders: bad parameters", "err", err)
+		return
+	}
+	folders := cleanFolders(p.Folders)
+	if len(folders) == 0 {
+		c.app.log.Warn("workspace_folders: no absolute folder", "folders", p.Folders)
+		return
+	}
+	c.setFolders(folders, true)
+}
+
+// setFolders remembers the workspace folders and rewrites the lock file
+// when they changed, or always (Lua sends a list only when it changed, or
+// after the cwd changed, when App has just rewritten the lock with the cwd
+// alone).
+func (c *editorContext) setFolders(folders []string, always bool) {
+	c.mu.Lock()
+	same := equalStrings(c.folders, folders)
+	c.folders = folders
+	c.mu.Unlock()
+	if same && !always {
+		return
+	}
+	srv := c.app.server()
+	if srv == nil {
+		return
+	}
+	if err := srv.SetWorkspaceFolders(folders); err != nil {
+		c.app.log.Error("rewrite lock file with workspace folders", "err", err)
+	}
+}
+
+// workspaceFolders is the current cwd followed by the other folders Lua
+// reported (language servers' roots), without duplicates.
+func (c *editorContext) workspaceFolders() []string {
+	root := c.root()
+	c.mu.Lock()
+	reported := append([]string(nil), c.folders...)
+	c.mu.Unlock()
+	out := []string{root}
+	for _, f := range reported {
+		if f != root && !containsString(out, f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// root is the workspace root: the editor's global cwd.
+func (c *editorContext) root() string {
+	if d := c.app.workspaceDir(); d != "" {
+		return d
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "/"
+	}
+	return wd
+}
+
+// absPath makes a tool's file path absolute: relative paths are taken from
+// the workspace root, as the VS Code extension does.
+func (c *editorContext) absPath(p string) string {
+	if strings.HasPrefix(p, "file://") {
+		if path, ok := uriPath(p, c.root()); ok {
+			return path
+		}
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(c.root(), p)
+	}
+	return filepath.Clean(p)
+}
+
+// callTimeout bounds one editor call made for a tool or method.
+const callTimeout = 5 * time.Second
+
+func editorCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, callTimeout)
+}
+
+// editorError is the tool error for a failed editor call.
+func editorError(what string, err error) error {
+	return fmt.Errorf("%s: Neovim did not answer: %w", what, err)
+}
+
+// decodeArgs decodes tool arguments; a mismatch is a failure result the
+// model can act on.
+func decodeArgs(raw json.RawMessage, v any) error {
+	if err := json.Unmarshal(raw, v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return fmt.Errorf("invalid arguments: %s must be %s", te.Field, jsonKind(te.Type.Kind().String()))
+		}
+		return fmt.Errorf("invalid arguments: %w", err)
+	}
+	return nil
+}
+
+// jsonKind names a Go kind the way a JSON schema would, with an article.
+func jsonKind(k string) string {
+	switch k {
+	case "bool":
+		return "a boolean"
+	case "slice", "array":
+		return "an array"
+	case "map", "struct", "ptr":
+		return "an object"
+	case "int", "int64", "float64":
+		return "a number"
+	}
+	return "a " + k
+}
+
+func cleanFolders(in []string) []string {
+	var out []string
+	for _, f := range in {
+		if f == "" || !filepath.IsAbs(f) {
+			continue
+		}
+		f = filepath.Clean(f)
+		if !containsString(out, f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// fileURI is the file:// URI of an absolute path, as the Claude Code CLI
+// builds and compares them: the path is not percent-encoded (the CLI strips
+// "file://" and compares the rest with its own path, PROTOCOL.md §4).
+func fileURI(path string) string { return "file://" + path }
+
+// uriPath turns a file URI (or a plain path) into a clean absolute path;
+// relative paths are taken from base. Other schemes give ok=false.
+func uriPath(uri, base string) (path string, ok bool) {
+	p := uri
+	if len(p) >= 7 && strings.EqualFold(p[:7], "file://") {
+		p = p[7:]
+		if strings.HasPrefix(strings.ToLower(p), "localhost/") {
+			p = p[len("localhost"):]
+		}
+		if !strings.HasPrefix(p, "/") {
+			return "", false // file://host/path: not this machine
+		}
+	} else if i := strings.Index(p, ":"); i > 1 && !strings.ContainsAny(p[:i], "/\\") {
+		return "", false // another scheme (untitled:, _claude_fs_right: …)
+	}
+	if p == "" {
+		return "", false
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(base, p)
+	}
+	return filepath.Clean(p), true
+}
+
+// languageID is the VS Code language identifier for a Neovim filetype (a
+// compound filetype like "javascript.jsx" counts by its first part): the
+// filetype itself, except where the two differ.
+func languageID(filetype string) string {
+	if i := strings.IndexByte(filetype, '.'); i > 0 {
+		filetype = filetype[:i]
+	}
+	switch filetype {
+	case "", "text", "help":
+		return "plaintext"
+	case "sh", "bash", "zsh", "ksh":
+		return "shellscript"
+	case "cs":
+		return "csharp"
+	case "make":
+		return "makefile"
+	case "objc":
+		return "objective-c"
+	case "objcpp":
+		return "objective-cpp"
+	case "tex":
+		return "latex"
+	case "plaintex":
+		return "tex"
+	case "gitcommit":
+		return "git-commit"
+	case "gitrebase":
+		return "git-rebase"
+	case "ps1":
+		return "powershell"
+	case "dosbatch":
+		return "bat"
+	case "cuda":
+		return "cuda-cpp"
+	case "coffee":
+		return "coffeescript"
+	case "gomod":
+		return "go.mod"
+	case "gosum":
+		return "go.sum"
+	case "gowork":
+		return "go.work"
+	case "vim":
+		return "viml"
+	}
+	return filetype
+}

@@ -84,7 +84,9 @@ func startSession(t *testing.T, o sessionOpts) *session {
 		`return { status = require("claude").status(), screen = vim.api.nvim_buf_get_lines(require("claude").status().terminal.bufnr, 0, -1, false) }`,
 		"the CLI to connect with its pid")
 	s.st = e.status(t)
-	s.waitScreen(t, 60*time.Second, "? for shortcuts")
+	// The footer of a ready prompt: "? for shortcuts" in default mode,
+	// "accept edits on" in acceptEdits mode.
+	s.waitScreen(t, 60*time.Second, "? for shortcuts", "accept edits on")
 	return s
 }
 
@@ -94,13 +96,16 @@ func (s *session) screen(t *testing.T) string {
 	return s.Lines(t, s.st.Terminal.Bufnr)
 }
 
-// waitScreen waits until the terminal shows want.
-func (s *session) waitScreen(t *testing.T, timeout time.Duration, want string) {
+// waitScreen waits until the terminal shows want (or any of also).
+func (s *session) waitScreen(t *testing.T, timeout time.Duration, want string, also ...string) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		if strings.Contains(s.screen(t), want) {
-			return
+		screen := s.screen(t)
+		for _, w := range append([]string{want}, also...) {
+			if strings.Contains(screen, w) {
+				return
+			}
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("terminal never showed %q; screen:\n%s", want, s.screen(t))

@@ -30,6 +30,11 @@ function M.defaults()
     notify = {
       needs_input = true, -- vim.notify when a diff waits while you look elsewhere
     },
+    diagnostics = {
+      -- after the CLI edits a file, how long getDiagnostics waits for the
+      -- language servers' fresh report
+      settle_ms = 600,
+    },
     selection = {
       track = true, -- share cursor and selection with Claude (:ClaudeShare toggles)
       debounce_ms = 50,
@@ -121,6 +126,18 @@ local schema = {
   },
   auto_start = { types = { "boolean" } },
   single_session = { types = { "boolean" } },
+  diagnostics = {
+    table = {
+      settle_ms = {
+        types = { "number" },
+        check = function(v)
+          if v < 0 or v > 1500 then
+            return "must be between 0 and 1500"
+          end
+        end,
+      },
+    },
+  },
   notify = {
     table = {
       needs_input = { types = { "boolean" } },
