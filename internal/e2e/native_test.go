@@ -5,9 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/nvim-claude/nvim-claude/internal/clienv"
 	"github.com/nvim-claude/nvim-claude/nvimbridge/nvimtest"
 )
 
@@ -341,4 +343,44 @@ vim.api.nvim_create_autocmd("User", { pattern = "ClaudeNeedsInput", callback = f
 			}
 		})
 	}
+}
+
+func TestCheckhealthAllOKOnAGoodSetup(t *testing.T) {
+	cli := clienv.Binary(t)
+	e := startEditor(t, editorOpts{extra: fmt.Sprintf(`, terminal_cmd = { %q }`, cli), nvim: []string{"http_proxy=", "https_proxy=", "HTTP_PROXY=", "HTTPS_PROXY=", "all_proxy=", "ALL_PROXY="}})
+	e.serve(t)
+	e.Exec(t, `vim.cmd("checkhealth claude")`)
+	out := e.Lines(t, 0)
+	for _, bad := range []string{"WARNING", "ERROR"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("checkhealth on a good setup reports %s:\n%s", bad, out)
+		}
+	}
+	if !strings.Contains(out, "2.1.330") && os.Getenv("CLAUDE_VERSION") == "" {
+		t.Errorf("checkhealth does not show the CLI's version:\n%s", out)
+	}
+}
+
+func TestProviderNoneAndStoppedEvent(t *testing.T) {
+	e := startEditor(t, editorOpts{extra: `, terminal = { provider = "none" }`})
+	e.Exec(t, captureNotify+`
+_G.stopped = 0
+vim.api.nvim_create_autocmd("User", { pattern = "ClaudeStopped", callback = function() _G.stopped = _G.stopped + 1 end })`)
+	e.Exec(t, `vim.cmd("ClaudeStart")`)
+	st := e.status(t)
+	killOnCleanup(t, e.hostPID(t))
+	if !st.Running || st.Terminal != nil {
+		t.Fatalf("provider none: %+v", st)
+	}
+	notes := fmt.Sprint(e.notes(t))
+	for _, want := range []string{fmt.Sprintf("CLAUDE_CODE_SSE_PORT=%d claude", st.Port), "claude --ide"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("the message lacks %q: %s", want, notes)
+		}
+	}
+	host := e.hostPID(t)
+	if err := syscall.Kill(host, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	e.WaitFor(t, 10*time.Second, `_G.stopped == 1`, `return _G.stopped`, "User ClaudeStopped")
 }
