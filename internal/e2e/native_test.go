@@ -330,7 +330,7 @@ vim.api.nvim_create_autocmd("User", { pattern = "ClaudeNeedsInput", callback = f
 			if (needs == 1) != tt.wantEvent {
 				t.Errorf("ClaudeNeedsInput fired %d times, want fired=%v", needs, tt.wantEvent)
 			}
-			if tt.wantEvent && !strings.Contains(fmt.Sprint(e.notes(t)), "review the diff") {
+			if tt.wantEvent && !strings.Contains(fmt.Sprint(e.notes(t)), "Claude proposes a change to a.txt: review the diff") {
 				t.Errorf("no notification: %+v", e.notes(t))
 			}
 			if tt.layout == "float" && termWins != 0 {

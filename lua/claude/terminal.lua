@@ -361,7 +361,14 @@ local hid_for_diff = false
 -- (terminal hidden, or Neovim not focused), and get a floating terminal
 -- out of the diff's way while it is open.
 local function on_diff_opened(ev)
-  local data = ev.data or {}
+  local data = ev.data
+  if not data then
+    -- Neovim 0.7 passes no data to User autocmds: the newest pending diff
+    -- is the one that just opened.
+    local diff = package.loaded["claude.diff"]
+    local pending = diff and diff.pending and diff.pending() or {}
+    data = pending[#pending] or {}
+  end
   local looking = M.visible() and focused
   if term.bufnr and config.options.terminal.layout == "float" and not term.snacks then
     local win = window()
