@@ -35,10 +35,19 @@ type DiffView struct {
 	Tab int `json:"tab"`
 }
 
-// DiffDecisionMethod is the notification Lua sends (rpcnotify on the
-// channel OpenDiff names) when the user accepts or rejects a diff. Its JSON
-// parameter is a DiffDecision.
+// DiffDecisionMethod is the request Lua sends (rpcrequest on the channel
+// OpenDiff names) when the user accepts or rejects a diff. Its JSON
+// parameter is a DiffDecision; the answer is a DiffDecisionReply.
 const DiffDecisionMethod = "diff_decision"
+
+// DiffDecisionReply answers a DiffDecision.
+type DiffDecisionReply struct {
+	// Pending reports that the host was still waiting for this diff and
+	// passed the decision on. When false (the CLI cancelled it, or
+	// close_tab or closeAllDiffTabs ended it first) the decision went
+	// nowhere: an accepted proposal will not be written.
+	Pending bool `json:"pending"`
+}
 
 // DiffDecision is the user's answer to a diff.
 type DiffDecision struct {
@@ -51,7 +60,7 @@ type DiffDecision struct {
 }
 
 // OpenDiff opens the diff windows and returns at once; the user's decision
-// arrives later as a DiffDecisionMethod notification on this connection.
+// arrives later as a DiffDecisionMethod request on this connection.
 func (b *Bridge) OpenDiff(ctx context.Context, req DiffRequest) (DiffView, error) {
 	ch, err := b.channelID(ctx)
 	if err != nil {

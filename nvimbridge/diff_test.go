@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +23,9 @@ type diffEnv struct {
 	decisions chan nvimbridge.DiffDecision
 	file      string // main.txt in the project
 	seq       int
+	// gone lists diffs the host no longer waits for (set before the
+	// decision): their decision is answered pending=false.
+	gone sync.Map // id -> true
 }
 
 type diffEnvOpts struct {
@@ -62,13 +66,14 @@ vim.cmd("edit main.txt")`
 	n := nvimtest.Start(t, nvimtest.Options{Dir: dir, Init: init})
 	b := nvimbridge.Wrap(n.Nvim, nil)
 	e := &diffEnv{Nvim: n, b: b, decisions: make(chan nvimbridge.DiffDecision, 16), file: filepath.Join(dir, "main.txt")}
-	if err := b.HandleNotification(nvimbridge.DiffDecisionMethod, func(raw json.RawMessage) {
+	if err := b.HandleRequest(nvimbridge.DiffDecisionMethod, func(_ context.Context, raw json.RawMessage) (any, error) {
 		var d nvimbridge.DiffDecision
 		if err := json.Unmarshal(raw, &d); err != nil {
 			t.Errorf("bad decision %s: %v", raw, err)
-			return
+			return nil, err
 		}
 		e.decisions <- d
+		return nvimbridge.DiffDecisionReply{Pending: !e.isGone(d.ID)}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -100,6 +105,11 @@ func (e *diffEnv) open(t *testing.T, path, contents string) (string, nvimbridge.
 		t.Fatalf("OpenDiff: %v", err)
 	}
 	return id, v
+}
+
+func (e *diffEnv) isGone(id string) bool {
+	_, ok := e.gone.Load(id)
+	return ok
 }
 
 func (e *diffEnv) decision(t *testing.T) nvimbridge.DiffDecision {

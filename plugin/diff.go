@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -15,7 +16,7 @@ import (
 // needs from Neovim.
 type diffEditor interface {
 	// OpenDiff puts a diff on screen and returns; the user's decision comes
-	// back as a nvimbridge.DiffDecisionMethod notification.
+	// back as a nvimbridge.DiffDecisionMethod request.
 	OpenDiff(ctx context.Context, req nvimbridge.DiffRequest) (nvimbridge.DiffView, error)
 	// CloseDiffs closes diffs by id and reports how many were open.
 	CloseDiffs(ctx context.Context, ids []string, outcome string) (int, error)
@@ -97,11 +98,13 @@ func (c *diffs) tools() []mcp.Tool {
 }
 
 func (c *diffs) luaRequests() map[string]func(context.Context, json.RawMessage) (any, error) {
-	return nil
+	return map[string]func(context.Context, json.RawMessage) (any, error){
+		nvimbridge.DiffDecisionMethod: c.handleDecision,
+	}
 }
 
 func (c *diffs) luaNotifications() map[string]func(json.RawMessage) {
-	return map[string]func(json.RawMessage){nvimbridge.DiffDecisionMethod: c.handleDecision}
+	return nil
 }
 
 // add registers a new session for client.
@@ -169,33 +172,46 @@ func (c *diffs) closeLater(s *diffSession) {
 	c.app.post("diff.close", map[string]any{"ids": []string{s.id}, "outcome": outcomeClosed})
 }
 
-// handleDecision receives the user's accept or reject from Lua.
-func (c *diffs) handleDecision(raw json.RawMessage) {
+// handleDecision receives the user's accept or reject from Lua and tells
+// it whether the diff was still pending: when it was not (the CLI
+// cancelled it, or close_tab or closeAllDiffTabs ended it before Lua
+// learned it), the user is told that nothing will be written.
+func (c *diffs) handleDecision(_ context.Context, raw json.RawMessage) (any, error) {
 	var d nvimbridge.DiffDecision
-	if err := json.Unmarshal(raw, &d); err != nil || d.ID == "" {
-		c.app.log.Warn("diff_decision: bad parameters", "err", err)
-		return
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return nil, fmt.Errorf("diff_decision: bad parameters: %w", err)
+	}
+	if d.ID == "" {
+		return nil, errors.New("diff_decision: id is required")
 	}
 	var a diffAnswer
 	switch d.Decision {
 	case "accept":
 		if d.Contents == nil {
-			c.app.log.Warn("diff_decision: accept without contents", "id", d.ID)
-			return
+			return nil, fmt.Errorf("diff_decision: accept of %s without contents", d.ID)
 		}
 		a = diffAnswer{text: answerFileSaved, contents: *d.Contents}
 	case "reject":
 		a = diffAnswer{text: answerRejected}
 	default:
-		c.app.log.Warn("diff_decision: unknown decision", "id", d.ID, "decision", d.Decision)
-		return
+		return nil, fmt.Errorf("diff_decision: unknown decision %q for %s", d.Decision, d.ID)
 	}
 	// Lua closes its own windows after a decision.
 	s := c.takeID(d.ID)
 	if s == nil {
-		c.app.log.Debug("diff_decision for a diff no longer pending", "id", d.ID)
-		return
+		c.app.log.Info("diff_decision for a diff no longer pending", "id", d.ID, "decision", d.Decision)
+		return nvimbridge.DiffDecisionReply{Pending: false}, nil
 	}
 	s.resolve(a)
 	c.app.log.Info("diff decided", "id", s.id, "tab", s.tabName, "file", s.file, "answer", a.text)
+	return nvimbridge.DiffDecisionReply{Pending: true}, nil
+}
+
+// pending reports whether the session with this id still waits for its
+// answer (nobody took it).
+func (c *diffs) pending(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.open[id]
+	return ok
 }

@@ -33,6 +33,13 @@ const diffMainText = "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\nnine\nten\
 
 func startDiffHarness(t *testing.T, diffOpts string) *diffHarness {
 	t.Helper()
+	return startDiffHarnessWith(t, diffOpts, nil)
+}
+
+// startDiffHarnessWith is startDiffHarness with the App's Editor wrapped
+// by wrap (a fake that delays or records calls), when not nil.
+func startDiffHarnessWith(t *testing.T, diffOpts string, wrap func(Editor) Editor) *diffHarness {
+	t.Helper()
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +55,11 @@ vim.cmd("edit main.txt")
 require("claude.terminal").open(1, {}, false)`
 	n := nvimtest.Start(t, nvimtest.Options{Dir: dir, Init: init})
 	b := nvimbridge.Wrap(n.Nvim, nil)
-	app := New(Options{Editor: b})
+	var ed Editor = b
+	if wrap != nil {
+		ed = wrap(b)
+	}
+	app := New(Options{Editor: ed})
 	if err := app.Register(b); err != nil {
 		t.Fatal(err)
 	}

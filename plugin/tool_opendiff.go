@@ -93,6 +93,12 @@ func (c *diffs) openDiff(ctx context.Context, req *mcp.ToolRequest) (*mcp.ToolRe
 	}
 	c.app.log.Info("diff opened", "id", s.id, "tab", tabName, "file", newPath,
 		"proposal_buf", view.ProposalBuf, "modified", view.Modified, "new_file", view.NewFile)
+	if !c.pending(s.id) {
+		// close_tab or closeAllDiffTabs ended the session while Neovim was
+		// still opening its windows: their close found nothing to close,
+		// so these windows are ours to close (closing twice is harmless).
+		c.closeWindows(ctx, []*diffSession{s})
+	}
 
 	select {
 	case ans := <-s.answer:

@@ -4,8 +4,9 @@
 --
 -- The Go host opens and closes diffs (nvimbridge/lua/diff.lua calls M._open
 -- and M._close); the user decides here (:w, :q, :ClaudeDiffAccept …) and the
--- decision goes back to the host with rpcnotify(chan, "diff_decision", json).
--- The host answers the CLI, and the CLI, never us, writes the file.
+-- decision goes back to the host with rpcrequest(chan, "diff_decision",
+-- json), which answers whether it was still waiting for it. The host
+-- answers the CLI, and the CLI, never us, writes the file.
 local config = require("claude.config")
 local util = require("claude.util")
 
@@ -21,6 +22,14 @@ local order = {}
 -- path -> watcher: after a diff closes we wait for the CLI to write the file
 -- and then reload its buffer.
 local watchers = {}
+-- buf -> {count, restore}: the open diffs whose current side is buf hold
+-- one local 'autoread' between them; the last to close puts the user's
+-- value back (each restoring its own would leave it on).
+local autoread_holds = {}
+-- The window the user is in: WinEnter is not fired when Neovim switches
+-- windows for :wall, nvim_buf_call and the like, so this tells a write the
+-- user issued in a proposal from one done for them (see on_write).
+local user_win
 local augroup
 
 -- How long after a diff closes the CLI may take to write the file, and how
@@ -230,10 +239,12 @@ local function save_win_opts(win)
 end
 
 -- show_buf puts buf in win without touching the alternate file or the
--- jumplist; a modified buffer it replaces stays loaded (hidden).
+-- jumplist. The buffer it replaces is hidden, never unloaded: with
+-- 'nohidden' (0.7's default) :buffer! would unload it and throw away its
+-- undo history.
 local function show_buf(win, buf)
   api.nvim_win_call(win, function()
-    vim.cmd("keepalt keepjumps buffer! " .. buf)
+    vim.cmd("keepalt keepjumps hide buffer " .. buf)
   end)
 end
 
@@ -265,7 +276,11 @@ end
 
 -- Talking to the host --------------------------------------------------------
 
-local function send(d, method, payload)
+-- send_decision hands the decision to the host and reports whether the
+-- host was still waiting for it. A request, not a notification: the CLI
+-- may have cancelled the diff (or closeAllDiffTabs ended it) a moment
+-- before the user decided, and then nothing will be written.
+local function send_decision(d, payload)
   local chan = d.chan
   if not chan or chan == 0 then
     chan = require("claude.server").state().chan
@@ -273,7 +288,11 @@ local function send(d, method, payload)
   if not chan then
     return false
   end
-  return (pcall(vim.fn.rpcnotify, chan, method, vim.json.encode(payload)))
+  local ok, res = pcall(vim.fn.rpcrequest, chan, "diff_decision", vim.json.encode(payload))
+  if ok and type(res) == "string" then
+    ok, res = pcall(vim.json.decode, res)
+  end
+  return ok and type(res) == "table" and res.pending == true
 end
 
 -- Reloading after the CLI wrote the file --------------------------------------
@@ -331,6 +350,29 @@ local function reload(path, expected)
   restore()
 end
 
+-- hold_autoread and release_autoread share one local 'autoread' on buf
+-- among the diffs showing it.
+local function hold_autoread(buf)
+  local h = autoread_holds[buf]
+  if h then
+    h.count = h.count + 1
+  else
+    autoread_holds[buf] = { count = 1, restore = local_autoread(buf) }
+  end
+end
+
+local function release_autoread(buf)
+  local h = autoread_holds[buf]
+  if not h then
+    return
+  end
+  h.count = h.count - 1
+  if h.count <= 0 then
+    autoread_holds[buf] = nil
+    h.restore()
+  end
+end
+
 local function stop_watch(w)
   if w.done then
     return
@@ -344,6 +386,12 @@ local function stop_watch(w)
 end
 
 -- watch_write waits (a while) for the CLI to write path, then reloads it.
+-- The file may be seen mid-write (the CLI renames a temporary file into
+-- place, but falls back to writing in place): it is reloaded at once only
+-- when it reads as expected; other contents (the user answered "yes" in
+-- the CLI's terminal to a different proposal, or the CLI changed line
+-- endings) must first stay unchanged for a whole poll, and the watch goes
+-- on after such a reload, so a write still under way is picked up too.
 local function watch_write(path, expected)
   if watchers[path] then
     stop_watch(watchers[path])
@@ -358,11 +406,26 @@ local function watch_write(path, expected)
     if w.done then
       return
     end
-    if stat_key(path) ~= w.baseline then
+    local key = stat_key(path)
+    if key ~= w.baseline then
+      if read_file(path) == expected then
+        stop_watch(w)
+        reload(path, expected)
+        return
+      end
+      if key == w.seen then
+        -- changed, then still for a poll: what the CLI wrote, for now
+        w.baseline, w.seen = key, nil
+        reload(path, expected)
+      else
+        w.seen = key
+      end
+    end
+    if uv.now() >= w.deadline then
       stop_watch(w)
-      reload(path, expected)
-    elseif uv.now() >= w.deadline then
-      stop_watch(w)
+      if w.seen then
+        reload(path, expected)
+      end
     end
   end
   w.timer:start(POLL_MS, POLL_MS, function()
@@ -411,7 +474,7 @@ local function restore_window(d)
       end
     end
     if d.swapped and buf_ok(d.swapped.buf) then
-      vim.cmd("keepalt keepjumps buffer! " .. d.swapped.buf)
+      vim.cmd("keepalt keepjumps hide buffer " .. d.swapped.buf)
       pcall(vim.fn.winrestview, d.swapped.view)
     elseif d.view and api.nvim_win_get_buf(win) == d.orig_buf then
       pcall(vim.fn.winrestview, d.view)
@@ -460,12 +523,51 @@ local function forget(d)
   end
 end
 
+local function in_cmdwin()
+  return vim.fn.getcmdwintype() ~= ""
+end
+
+-- after_cmdwin runs fn once the command-line window (q:) has closed: while
+-- it is open no other window may be entered or closed (E11).
+local cmdwin_queue
+local function after_cmdwin(fn)
+  if not cmdwin_queue then
+    cmdwin_queue = {}
+    api.nvim_create_autocmd("CmdwinLeave", {
+      group = api.nvim_create_augroup("nvim-claude-diff-cmdwin", { clear = true }),
+      once = true,
+      callback = function()
+        local q = cmdwin_queue
+        cmdwin_queue = nil
+        -- (CmdwinLeave comes before the window closes)
+        vim.schedule(function()
+          for _, f in ipairs(q) do
+            pcall(f)
+          end
+        end)
+      end,
+    })
+  end
+  table.insert(cmdwin_queue, fn)
+end
+
 -- close removes every trace of d: windows, buffers, mappings, autocmds, and
 -- puts back the layout, sizes and focus it found. outcome is "accepted",
--- "rejected" or "closed" (the CLI or the host ended it).
+-- "rejected" or "closed" (the CLI or the host ended it). In the
+-- command-line window it waits for that to close.
 local function close(d, outcome)
   if d.closed then
     return false
+  end
+  if in_cmdwin() then
+    d.decided = true -- (the host, or the user, has ended it)
+    if not d.close_deferred then
+      d.close_deferred = true
+      after_cmdwin(function()
+        close(d, outcome)
+      end)
+    end
+    return true
   end
   d.closing, d.closed = true, true
   forget(d)
@@ -501,8 +603,9 @@ local function close(d, outcome)
     if buf_ok(d.prop_buf) then
       pcall(api.nvim_buf_delete, d.prop_buf, { force = true })
     end
-    if d.restore_autoread then
-      d.restore_autoread()
+    if d.holds_autoread then
+      d.holds_autoread = false
+      release_autoread(d.orig_buf)
     end
     local ob = d.orig_buf
     if buf_ok(ob) then
@@ -555,8 +658,10 @@ local function decide(d, kind, closed_by_user)
     d.accepted = payload.contents
   end
   local outcome = kind == "accept" and "accepted" or "rejected"
-  if not send(d, "diff_decision", payload) then
-    notify_now("nvim-claude: Claude is no longer waiting for this diff; nothing was written.", vim.log.levels.WARN)
+  if not send_decision(d, payload) then
+    if kind == "accept" then
+      notify_now("nvim-claude: Claude is no longer waiting for this diff; nothing was written.", vim.log.levels.WARN)
+    end
     d.accepted, outcome = nil, "closed"
   end
   vim.schedule(function()
@@ -586,6 +691,20 @@ local function on_write(d, args)
       "nvim-claude: this is Claude's proposal for "
         .. vim.fn.fnamemodify(d.file, ":~:.")
         .. "; :w accepts it, and it cannot be written under another name.",
+      vim.log.levels.WARN
+    )
+    return
+  end
+  -- :wall, :wqa and autosave plugins write every modified buffer; Neovim
+  -- runs this with the proposal's window made current behind the user's
+  -- back (no WinEnter), so user_win tells those from a :w the user typed in
+  -- the proposal. Only the latter accepts.
+  local from = win_ok(user_win) and user_win or api.nvim_get_current_win()
+  if api.nvim_get_current_buf() ~= d.prop_buf or api.nvim_win_get_buf(from) ~= d.prop_buf then
+    notify_now(
+      "nvim-claude: Claude's proposal for "
+        .. vim.fn.fnamemodify(d.file, ":~:.")
+        .. " was not accepted by a write from another window; :w in the proposal or :ClaudeDiffAccept accepts it.",
       vim.log.levels.WARN
     )
     return
@@ -627,6 +746,14 @@ end
 local function ensure_augroup()
   if not augroup then
     augroup = api.nvim_create_augroup("nvim-claude-diff", { clear = true })
+    user_win = api.nvim_get_current_win()
+    api.nvim_create_autocmd("WinEnter", {
+      group = augroup,
+      desc = "nvim-claude: the window the user is in (a :w there accepts a proposal)",
+      callback = function()
+        user_win = api.nvim_get_current_win()
+      end,
+    })
   end
 end
 
@@ -698,7 +825,8 @@ local function current_side(d)
     -- The CLI may write the file while the diff is still open (the user
     -- answered in its terminal): a checktime then reloads quietly instead
     -- of asking (W11).
-    d.restore_autoread = local_autoread(buf)
+    hold_autoread(buf)
+    d.holds_autoread = true
   end
   return buf
 end
@@ -755,7 +883,12 @@ local function watch_proposal(d)
     buffer = buf,
     desc = "nvim-claude: :e! in a proposal puts Claude's text back",
     callback = function()
-      local lines = split_contents(d.contents)
+      -- :e! resets 'eol' and 'fileformat': put back what writes Claude's
+      -- bytes exactly, as make_proposal set them
+      local lines, eol, ff = split_contents(d.contents)
+      vim.bo[buf].fileformat = ff
+      vim.bo[buf].eol = eol
+      vim.bo[buf].fixeol = false
       api.nvim_buf_set_lines(buf, 0, -1, false, lines)
       vim.bo[buf].modified = false
     end,
@@ -869,6 +1002,11 @@ end
 --- args: {id, tab_name, old_path, new_path, contents, chan}.
 --- Returns {proposal_bufnr, original_bufnr, modified, new_file, tab}.
 function M._open(args)
+  if in_cmdwin() then
+    -- Nothing can open while it is (E11); the CLI's own prompt in its
+    -- terminal still takes the answer.
+    error("close the command-line window (q:) to review Claude's change, or answer in Claude's terminal", 0)
+  end
   ensure_augroup()
   for _, id in ipairs(vim.deepcopy(order)) do
     local old = diffs[id]
@@ -906,7 +1044,7 @@ function M._open(args)
   end)
   if not ok then
     d.closing = true
-    close(d, "closed")
+    pcall(close, d, "closed")
     error(err, 0)
   end
   local new_tab = o.open_in_new_tab or tab_has_diffs(0)
@@ -918,7 +1056,7 @@ function M._open(args)
   end
   if not ok then
     d.closing = true
-    close(d, "closed")
+    pcall(close, d, "closed")
     error("could not open the diff windows: " .. tostring(err), 0)
   end
   diffs[d.id] = d
@@ -927,6 +1065,7 @@ function M._open(args)
   map_keys(d, o)
   watch_proposal(d)
   focus(d, o)
+  user_win = api.nvim_get_current_win()
   if d.modified then
     notify_now(
       string.format(
