@@ -44,6 +44,7 @@ test-deps:
 	@for l in $(NVIM_LINES); do scripts/get-nvim $$l >/dev/null || exit 1; done
 	@scripts/install-claude $(CLAUDE_VERSION) >/dev/null
 	@scripts/install-gopls >/dev/null
+	@scripts/install-jupyter >/dev/null
 
 vet:
 	$(GO) vet ./...

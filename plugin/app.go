@@ -122,6 +122,7 @@ func (a *App) newComponents() []component {
 		newSelection(a),
 		newContext(a),
 		newDiffs(a),
+		newKernels(a),
 	}
 }
 

@@ -47,6 +47,17 @@ function M.create()
     desc = "Turn sharing of the cursor and selection with Claude on or off",
   })
 
+  -- Jupyter kernels (executeCode).
+  cmd("ClaudeKernel", function(o)
+    require("claude.execute").kernel(o.args)
+  end, {
+    nargs = "?",
+    complete = function()
+      return require("claude.execute").complete()
+    end,
+    desc = "Restart, interrupt, stop or list the Jupyter kernel(s) Claude runs code in",
+  })
+
   -- Diff review.
   cmd("ClaudeDiffAccept", function()
     require("claude.diff").accept()

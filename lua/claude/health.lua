@@ -132,6 +132,8 @@ function M.check()
     end
   end
 
+  require("claude.execute").health(h)
+
   local st = require("claude").status()
   h.start("nvim-claude: server")
   if not st.running then

@@ -1,0 +1,369 @@
+-- executeCode: Claude runs code in a Jupyter kernel tied to the buffer the
+-- user works in, after the user has seen the code and said yes.
+--
+-- The Go host owns the kernels (one helper process per kernel); this module
+-- picks the buffer, reads the options, shows the confirmation float and
+-- implements :ClaudeKernel.
+local M = {}
+
+local api = vim.api
+
+-- Defaults of the execute options (config.lua validates the schema; these
+-- also apply when config.lua does not know the table yet).
+M.defaults = {
+  confirm = true, -- show the code and ask before each run
+  timeout_ms = 30000, -- interrupt a run after this long (0: no limit)
+  max_output = 20000, -- characters of text output kept per run (0: no cap)
+  python = nil, -- interpreter with jupyter_client + ipykernel (nil: python3, then /usr/bin/python3)
+}
+
+local types = { confirm = "boolean", timeout_ms = "number", max_output = "number", python = "string" }
+
+--- The execute options: setup()'s `execute` table over the defaults.
+--- Raises an error a person can act on when one has the wrong type.
+function M.options()
+  local ok, config = pcall(require, "claude.config")
+  local user = ok and config.options and config.options.execute or {}
+  if type(user) ~= "table" then
+    error("nvim-claude: option `execute` must be a table, got " .. type(user), 0)
+  end
+  local out = {}
+  for k, want in pairs(types) do
+    local v = user[k]
+    if v == nil then
+      v = M.defaults[k]
+    elseif type(v) ~= want then
+      error(string.format("nvim-claude: option execute.%s must be a %s, got %s", k, want, type(v)), 0)
+    elseif want == "number" and v < 0 then
+      error(string.format("nvim-claude: option execute.%s must be 0 or more, got %s", k, tostring(v)), 0)
+    end
+    out[k] = v
+  end
+  return out
+end
+
+local function opt(buf, name)
+  return api.nvim_buf_get_option(buf, name)
+end
+
+local function is_claude_terminal(buf)
+  local ok, v = pcall(api.nvim_buf_get_var, buf, "claude_terminal")
+  return (ok and v and v ~= 0) or opt(buf, "filetype") == "claude"
+end
+
+-- A window showing a buffer the user edits: not a float, the Claude
+-- terminal, or a special buffer (help, quickfix, sidebars).
+local function editing_window(win)
+  if not api.nvim_win_is_valid(win) or api.nvim_win_get_config(win).relative ~= "" then
+    return false
+  end
+  local buf = api.nvim_win_get_buf(win)
+  return opt(buf, "buftype") == "" and not is_claude_terminal(buf)
+end
+
+-- The buffer the user works in: the current window's, or — while the
+-- Claude terminal has focus — the one used last.
+function M._buffer()
+  local cur = api.nvim_get_current_win()
+  if editing_window(cur) then
+    return api.nvim_win_get_buf(cur)
+  end
+  local prev = vim.fn.win_getid(vim.fn.winnr("#"))
+  if prev ~= 0 and editing_window(prev) then
+    return api.nvim_win_get_buf(prev)
+  end
+  for _, w in ipairs(api.nvim_tabpage_list_wins(0)) do
+    if editing_window(w) then
+      return api.nvim_win_get_buf(w)
+    end
+  end
+  return api.nvim_get_current_buf()
+end
+
+-- The kernel a notebook names in metadata.kernelspec.name: from the buffer
+-- when it holds the notebook's JSON, else from the file (a plugin such as
+-- jupytext may show the notebook as a script).
+local function notebook_kernel(buf, name)
+  local function from(text)
+    local ok, nb = pcall(vim.json.decode, text)
+    if ok and type(nb) == "table" and type(nb.metadata) == "table" and type(nb.metadata.kernelspec) == "table" then
+      local k = nb.metadata.kernelspec.name
+      if type(k) == "string" and k ~= "" then
+        return k
+      end
+    end
+  end
+  local k = from(table.concat(api.nvim_buf_get_lines(buf, 0, -1, false), "\n"))
+  if k then
+    return k
+  end
+  if vim.fn.filereadable(name) == 1 then
+    return from(table.concat(vim.fn.readfile(name), "\n"))
+  end
+end
+
+--- Where executeCode runs now: {bufnr, name, kernel, dir, options}.
+function M._target()
+  local buf = M._buffer()
+  local name = api.nvim_buf_get_name(buf)
+  local kernel = ""
+  local dir = vim.fn.getcwd()
+  if name:match("%.ipynb$") then
+    kernel = notebook_kernel(buf, name) or ""
+    -- Like Jupyter, a notebook's kernel starts in the notebook's directory.
+    local d = vim.fn.fnamemodify(name, ":p:h")
+    if vim.fn.isdirectory(d) == 1 then
+      dir = d
+    end
+  end
+  return { bufnr = buf, name = name, kernel = kernel, dir = dir, options = M.options() }
+end
+
+-- Open confirmations by id: {win, buf, chan, prev_win, prev_mode}.
+local pending = {}
+
+local function decide(id, decision)
+  local p = pending[id]
+  if not p then
+    return
+  end
+  pending[id] = nil
+  pcall(vim.fn.rpcnotify, p.chan, "execute_decision", vim.json.encode({ id = id, decision = decision }))
+  if api.nvim_win_is_valid(p.win) then
+    pcall(api.nvim_win_close, p.win, true)
+  end
+  if p.prev_win and api.nvim_win_is_valid(p.prev_win) then
+    pcall(api.nvim_set_current_win, p.prev_win)
+    -- Back to typing in the Claude terminal when that is where the user was.
+    if p.prev_mode == "t" and opt(api.nvim_win_get_buf(p.prev_win), "buftype") == "terminal" then
+      vim.cmd("startinsert")
+    end
+  end
+  require("claude.util").emit("ClaudeExecuteDecided", { id = id, decision = decision })
+end
+
+local function split_lines(s)
+  local lines = vim.split((s:gsub("\r\n", "\n")), "\n", { plain = true })
+  if #lines > 1 and lines[#lines] == "" then
+    table.remove(lines)
+  end
+  return lines
+end
+
+--- Shows the code in a float and asks: r/<CR> run, a always (this Claude
+--- session), c/<Esc>/q cancel. args: {id, code, kernel, language, bufnr,
+--- chan}. The answer goes to the host as an execute_decision notification.
+function M._confirm(args)
+  local lines = split_lines(args.code or "")
+  local title = string.format(" Claude wants to run code in the %s kernel", args.kernel or "python3")
+  local bname = args.bufnr and api.nvim_buf_is_valid(args.bufnr) and api.nvim_buf_get_name(args.bufnr) or ""
+  if bname ~= "" then
+    title = title .. " of " .. vim.fn.fnamemodify(bname, ":~:.")
+  end
+  title = title .. " "
+  local hint = " [r] Run   [c] Cancel   [a] Always for this session "
+  local rich = vim.fn.has("nvim-0.10") == 1 -- title and footer
+  local body = vim.deepcopy(lines)
+  if not rich then
+    table.insert(body, 1, vim.trim(title))
+    table.insert(body, 2, "")
+    table.insert(body, "")
+    table.insert(body, vim.trim(hint))
+  end
+
+  local buf = api.nvim_create_buf(false, true)
+  api.nvim_buf_set_lines(buf, 0, -1, false, body)
+  api.nvim_buf_set_option(buf, "bufhidden", "wipe")
+  api.nvim_buf_set_option(buf, "modifiable", false)
+  pcall(api.nvim_buf_set_var, buf, "claude_execute_id", args.id)
+  if rich and args.language and args.language ~= "" then
+    pcall(api.nvim_buf_set_option, buf, "filetype", args.language)
+  elseif not rich then
+    local ns = api.nvim_create_namespace("claude_execute")
+    api.nvim_buf_add_highlight(buf, ns, "Title", 0, 0, -1)
+    api.nvim_buf_add_highlight(buf, ns, "Question", #body - 1, 0, -1)
+  end
+
+  local width = math.max(vim.fn.strdisplaywidth(title), vim.fn.strdisplaywidth(hint))
+  for _, l in ipairs(body) do
+    width = math.max(width, vim.fn.strdisplaywidth(l))
+  end
+  width = math.min(width + 2, math.max(20, vim.o.columns - 6))
+  local height = math.min(#body, math.max(3, vim.o.lines - 6))
+  local cfg = {
+    relative = "editor",
+    width = width,
+    height = height,
+    row = math.max(0, math.floor((vim.o.lines - height) / 2) - 1),
+    col = math.max(0, math.floor((vim.o.columns - width) / 2)),
+    style = "minimal",
+    border = "rounded",
+    zindex = 250,
+  }
+  if rich then
+    cfg.title = title
+    cfg.title_pos = "center"
+    cfg.footer = hint
+    cfg.footer_pos = "center"
+  end
+  local prev_win = api.nvim_get_current_win()
+  local prev_mode = api.nvim_get_mode().mode
+  local win = api.nvim_open_win(buf, true, cfg)
+  api.nvim_win_set_option(win, "wrap", false)
+  -- Keys typed for the window left behind (insert or terminal mode) must
+  -- not land here as text.
+  vim.cmd("stopinsert")
+  pending[args.id] = { win = win, buf = buf, chan = args.chan, prev_win = prev_win, prev_mode = prev_mode }
+
+  local function map(lhs, decision)
+    vim.keymap.set("n", lhs, function()
+      decide(args.id, decision)
+    end, { buffer = buf, nowait = true, silent = true, desc = "nvim-claude: " .. decision })
+  end
+  map("r", "run")
+  map("<CR>", "run")
+  map("a", "always")
+  map("c", "cancel")
+  map("q", "cancel")
+  map("<Esc>", "cancel")
+  -- Closing the float any other way (:q, <C-w>c) is a "no".
+  api.nvim_create_autocmd("BufWipeout", {
+    buffer = buf,
+    once = true,
+    callback = function()
+      vim.schedule(function()
+        decide(args.id, "cancel")
+      end)
+    end,
+  })
+  require("claude.util").emit("ClaudeExecuteConfirm", { id = args.id, bufnr = args.bufnr, code = args.code })
+  return { win = win, buf = buf }
+end
+
+--- Closes a confirmation whose request ended (the CLI cancelled it or left)
+--- without telling the host anything.
+function M._close_confirm(id)
+  local p = pending[id]
+  pending[id] = nil
+  if p and api.nvim_win_is_valid(p.win) then
+    pcall(api.nvim_win_close, p.win, true)
+  end
+end
+
+--- The open confirmations' ids (tests, statusline).
+function M.pending()
+  local ids = {}
+  for id in pairs(pending) do
+    table.insert(ids, id)
+  end
+  table.sort(ids)
+  return ids
+end
+
+local augroup
+
+--- Tells the host on chan when buffer bufnr goes away, so its kernel stops.
+function M._watch(bufnr, chan)
+  augroup = augroup or api.nvim_create_augroup("claude_execute", { clear = true })
+  api.nvim_clear_autocmds({ group = augroup, buffer = bufnr })
+  api.nvim_create_autocmd({ "BufDelete", "BufWipeout" }, {
+    group = augroup,
+    buffer = bufnr,
+    callback = function(a)
+      pcall(vim.fn.rpcnotify, chan, "kernel_buffer_gone", vim.json.encode({ bufnr = a.buf }))
+    end,
+  })
+end
+
+local actions = { restart = true, interrupt = true, stop = true, status = true }
+
+--- :ClaudeKernel [restart|interrupt|stop|status]: acts on the kernel of the
+--- buffer the user works in (or the only kernel there is).
+function M.kernel(action)
+  action = (action == nil or action == "") and "status" or action
+  local util = require("claude.util")
+  if not actions[action] then
+    util.notify("nvim-claude: :ClaudeKernel takes restart, interrupt, stop or status, not " .. action, vim.log.levels.ERROR)
+    return
+  end
+  local server = require("claude.server")
+  if not server.state().chan then
+    util.notify("nvim-claude: no kernel is running (the host is not running)", vim.log.levels.WARN)
+    return
+  end
+  local res, err = server.request("kernel", { action = action, bufnr = M._buffer() })
+  if not res then
+    util.notify(tostring(err or "nvim-claude: :ClaudeKernel failed"), vim.log.levels.ERROR)
+    return
+  end
+  util.notify(res.message, res.ok == false and vim.log.levels.WARN or vim.log.levels.INFO)
+  return res
+end
+
+--- Completion for :ClaudeKernel.
+function M.complete()
+  return { "restart", "interrupt", "stop", "status" }
+end
+
+-- The interpreters the host tries, in order.
+local function pythons(o)
+  if o.python then
+    return { o.python }
+  end
+  local out, seen = {}, {}
+  for _, p in ipairs({ vim.fn.exepath("python3"), "/usr/bin/python3" }) do
+    if p ~= "" and vim.fn.executable(p) == 1 then
+      local real = vim.fn.resolve(p)
+      if not seen[real] then
+        seen[real] = true
+        table.insert(out, p)
+      end
+    end
+  end
+  return out
+end
+
+--- :checkhealth section: Python with jupyter_client and ipykernel. h has
+--- start/ok/warn/error/info (health.lua's reporter).
+function M.health(h)
+  h.start("nvim-claude: executeCode (Jupyter kernel)")
+  local ok, o = pcall(M.options)
+  if not ok then
+    h.error(tostring(o))
+    return
+  end
+  local install = {
+    "Debian/Ubuntu: sudo apt-get install python3-ipykernel python3-jupyter-client",
+    "elsewhere: python3 -m pip install ipykernel jupyter_client",
+    "or set execute.python to an interpreter that has them",
+  }
+  if o.python and vim.fn.executable(o.python) ~= 1 then
+    h.error("execute.python = " .. o.python .. " is not an executable: executeCode cannot run code", install)
+    return
+  end
+  local list = pythons(o)
+  if #list == 0 then
+    h.warn("no python3 found: executeCode cannot run code", install)
+    return
+  end
+  local probe = "import sys, jupyter_client, ipykernel; print(sys.version.split()[0], jupyter_client.__version__, ipykernel.__version__)"
+  local tried = {}
+  for _, py in ipairs(list) do
+    local out = vim.fn.system({ py, "-c", probe })
+    if vim.v.shell_error == 0 then
+      local pyv, jc, ik = vim.trim(out):match("(%S+)%s+(%S+)%s+(%S+)$")
+      h.ok(string.format("%s: Python %s, jupyter_client %s, ipykernel %s", py, pyv or "?", jc or "?", ik or "?"))
+      h.info(
+        "confirm before running: "
+          .. tostring(o.confirm)
+          .. (o.confirm and "" or " (execute.confirm = false: Claude runs code without asking)")
+      )
+      return
+    end
+    local missing = out:match("No module named '([^']+)'") or vim.trim(out):sub(1, 120)
+    table.insert(tried, py .. " (" .. missing .. ")")
+  end
+  h.warn("no Python with jupyter_client and ipykernel: " .. table.concat(tried, ", "), install)
+end
+
+return M

@@ -1,0 +1,173 @@
+package nvimbridge_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nvim-claude/nvim-claude/nvimbridge"
+	"github.com/nvim-claude/nvim-claude/nvimbridge/nvimtest"
+)
+
+// startExecuteNvim is a Neovim with a.py in the editor window and a
+// terminal marked as Claude's beside it, focused in Terminal mode; the
+// notifications Lua sends come out on the returned channel.
+func startExecuteNvim(t *testing.T, files map[string]string, first string) (*nvimtest.Nvim, *nvimbridge.Bridge, <-chan string) {
+	t.Helper()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := nvimtest.Start(t, nvimtest.Options{Dir: dir, Init: `vim.o.columns = 120 vim.o.lines = 40
+require("claude").setup({ terminal_cmd = { "cat" } })
+vim.cmd("edit ` + first + ` | botright vsplit | terminal cat")
+vim.b.claude_terminal = true
+vim.cmd("startinsert")`})
+	b := nvimbridge.Wrap(n.Nvim, nil)
+	got := make(chan string, 16)
+	for _, m := range []string{nvimbridge.ExecuteDecisionMethod, nvimbridge.KernelBufferGoneMethod} {
+		m := m
+		if err := b.HandleNotification(m, func(p json.RawMessage) { got <- m + " " + string(p) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return n, b, got
+}
+
+func next(t *testing.T, ch <-chan string) string {
+	t.Helper()
+	select {
+	case s := <-ch:
+		return s
+	case <-time.After(10 * time.Second):
+		t.Fatal("no notification from Lua")
+		return ""
+	}
+}
+
+// The target is the editor's buffer even while the Claude terminal has the
+// focus; a notebook names its kernel; the options come with their defaults
+// and a wrong one is a clear error.
+func TestExecuteTarget(t *testing.T) {
+	nb := `{"cells": [], "metadata": {"kernelspec": {"name": "ir", "language": "R"}}, "nbformat": 4}`
+	n, b, _ := startExecuteNvim(t, map[string]string{"a.py": "x = 1\n", "nb.ipynb": nb}, "a.py")
+	ctx := context.Background()
+	tgt, err := b.ExecuteTarget(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Base(tgt.Name) != "a.py" || tgt.Kernel != "" || tgt.Dir != n.Dir ||
+		tgt.Options.Confirm == nil || !*tgt.Options.Confirm || *tgt.Options.TimeoutMS != 30000 || *tgt.Options.MaxOutput != 20000 {
+		t.Fatalf("target = %+v (options %+v)", tgt, tgt.Options)
+	}
+	n.Exec(t, `vim.cmd("wincmd t | edit nb.ipynb | wincmd l")`)
+	if tgt, err = b.ExecuteTarget(ctx); err != nil || tgt.Kernel != "ir" || filepath.Base(tgt.Name) != "nb.ipynb" {
+		t.Fatalf("notebook target = %+v, %v", tgt, err)
+	}
+	n.Exec(t, `require("claude.config").options.execute = { timeout_ms = "soon" }`)
+	if _, err = b.ExecuteTarget(ctx); err == nil || !strings.Contains(err.Error(), "option execute.timeout_ms must be a number, got string") {
+		t.Fatalf("a wrong option: %v", err)
+	}
+}
+
+// The float shows the code, is focused in Normal mode, and each key sends
+// its decision; closing it otherwise is a cancel; CloseExecuteConfirm
+// closes it without a decision; focus and Terminal mode come back.
+func TestExecuteConfirmFloat(t *testing.T) {
+	n, b, got := startExecuteNvim(t, map[string]string{"a.py": ""}, "a.py")
+	ctx := context.Background()
+	cases := []struct {
+		key, want string
+	}{
+		{"r", "run"}, {"<CR>", "run"}, {"a", "always"}, {"c", "cancel"}, {"q", "cancel"}, {"<Esc>", "cancel"},
+		{":close<CR>", "cancel"}, {"", ""},
+	}
+	for i, c := range cases {
+		t.Run(c.key, func(t *testing.T) {
+			id := "exec-" + string(rune('a'+i))
+			code := "for i in range(3):\n    print(i)\n"
+			if err := b.ExecuteConfirm(ctx, nvimbridge.ExecuteConfirmRequest{ID: id, Code: code, Kernel: "python3", Language: "python", Bufnr: 1}); err != nil {
+				t.Fatal(err)
+			}
+			var st struct {
+				Float bool   `json:"float"`
+				Mode  string `json:"mode"`
+				Text  string `json:"text"`
+			}
+			n.WaitFor(t, 5*time.Second, `vim.api.nvim_get_mode().mode == "n"`, `return vim.api.nvim_get_mode()`, "Normal mode in the float")
+			n.Eval(t, `return { float = vim.api.nvim_win_get_config(0).relative ~= "", mode = vim.api.nvim_get_mode().mode,
+				text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n") }`, &st)
+			if !st.Float || !strings.Contains(st.Text, "for i in range(3):\n    print(i)") {
+				t.Fatalf("the float: %+v", st)
+			}
+			if c.key == "" {
+				if err := b.CloseExecuteConfirm(ctx, id); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				if _, err := n.Input(c.key); err != nil {
+					t.Fatal(err)
+				}
+				if s := next(t, got); s != nvimbridge.ExecuteDecisionMethod+` {"id":"`+id+`","decision":"`+c.want+`"}` &&
+					s != nvimbridge.ExecuteDecisionMethod+` {"decision":"`+c.want+`","id":"`+id+`"}` {
+					t.Fatalf("notification %s, want %s for %s", s, c.want, id)
+				}
+			}
+			n.WaitFor(t, 5*time.Second, `vim.api.nvim_win_get_config(0).relative == "" and #require("claude.execute").pending() == 0`,
+				`return vim.api.nvim_list_wins()`, "the float to close")
+			if c.key != "" && c.key != ":close<CR>" {
+				n.WaitFor(t, 5*time.Second, `vim.bo.buftype == "terminal" and vim.api.nvim_get_mode().mode == "t"`, `return vim.api.nvim_get_mode()`, "Terminal mode in the terminal again")
+			}
+			n.Exec(t, `vim.cmd("wincmd l | startinsert")`)
+		})
+	}
+	select {
+	case s := <-got:
+		t.Fatalf("unexpected notification: %s", s)
+	default:
+	}
+}
+
+// Deleting or wiping a buffer with a kernel tells the host.
+func TestWatchKernelBuffer(t *testing.T) {
+	for _, cmd := range []string{"bdelete!", "bwipeout!"} {
+		t.Run(cmd, func(t *testing.T) {
+			n, b, got := startExecuteNvim(t, map[string]string{"a.py": "", "b.py": ""}, "a.py")
+			var buf int
+			n.Eval(t, `return vim.fn.bufnr("a.py")`, &buf)
+			if err := b.WatchKernelBuffer(context.Background(), buf); err != nil {
+				t.Fatal(err)
+			}
+			// Watching twice sends one notification.
+			if err := b.WatchKernelBuffer(context.Background(), buf); err != nil {
+				t.Fatal(err)
+			}
+			n.Exec(t, `vim.cmd("wincmd t | edit b.py | `+cmd+` a.py")`)
+			want := nvimbridge.KernelBufferGoneMethod + ` {"bufnr":` + itoa(buf) + `}`
+			if s := next(t, got); s != want {
+				t.Fatalf("notification %q, want %q", s, want)
+			}
+			select {
+			case s := <-got:
+				if cmd == "bdelete!" {
+					t.Fatalf("a second notification: %s", s)
+				}
+			case <-time.After(300 * time.Millisecond): // a failure guard only: none is expected
+			}
+		})
+	}
+}
+
+func itoa(i int) string {
+	b, _ := json.Marshal(i)
+	return string(b)
+}
