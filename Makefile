@@ -19,9 +19,9 @@ GO_SOURCES := $(shell find cmd mcp nvimbridge plugin -name '*.go' -o -name '*.lu
 
 # Packages whose tests start Neovim: run once per Neovim line. The rest run once.
 NVIM_PKGS := ./nvimbridge/... ./plugin/... ./cmd/... ./internal/e2e/...
-PURE_PKGS := ./mcp/... ./internal/fakeapi/... ./internal/clienv/...
+PURE_PKGS := ./mcp/... ./internal/fakeapi/... ./internal/clienv/... ./internal/bench/...
 
-.PHONY: all build run test test-deps vet lint bench clean
+.PHONY: all build run test test-deps vet bench clean
 
 all: build
 
@@ -57,6 +57,17 @@ test: test-deps vet build
 	  NVIM_BIN=$$nv CLAUDE_BIN=$$(scripts/install-claude $(CLAUDE_VERSION)) \
 	    $(GO) test -race -count=1 -timeout 15m $(NVIM_PKGS); \
 	done
+
+# Benchmarks (issue 6): Go micro-benchmarks, and scripted scenarios against a
+# headless Neovim 0.12 running $(BIN), each compared with a floor measured in
+# the same run; rewrites BENCHMARKS.md (about 5 minutes on 2 cores). It
+# reports: a missed target never fails it, a broken scenario does. With perf
+# installed, a missed target comes with a profile.
+#   make bench BENCHFLAGS='-only 3 -out -'   one scenario, printed
+BENCHFLAGS ?=
+bench: build
+	@nv=$$(scripts/get-nvim 0.12) && \
+	$(GO) run ./internal/bench -nvim "$$nv" -host $(CURDIR)/$(BIN) $(BENCHFLAGS)
 
 clean:
 	rm -rf bin
