@@ -224,8 +224,8 @@ func TestSelectionPullAndCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Kind != nvimbridge.SelectionKindWait || st.WaitMS != 10000 {
-		t.Fatalf("pull while the cursor moves = %+v, want wait 10000", st)
+	if st.Kind != nvimbridge.SelectionKindWait || st.WaitMS != 5000 { // half the debounce
+		t.Fatalf("pull while the cursor moves = %+v, want wait 5000", st)
 	}
 	st, err = b.PullSelection(ctx, false)
 	if err != nil {

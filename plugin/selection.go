@@ -256,7 +256,11 @@ func (c *selection) run() {
 			case selDirty:
 				if !pending && c.isSharing() {
 					pending = true
-					debounce.Reset(c.debounceDur())
+					// Poll at half the debounce: the cursor counts as
+					// resting once unchanged over one poll (see _pull in
+					// lua/claude/selection.lua), so the selection goes out
+					// 0.5–1 debounce after the last move.
+					debounce.Reset(c.debounceDur() / 2)
 				}
 			case selUpdate:
 				c.apply(&ev.state)
