@@ -123,6 +123,7 @@ func (a *App) newComponents() []component {
 		newContext(a),
 		newDiffs(a),
 		newKernels(a),
+		newEdtools(a),
 	}
 }
 

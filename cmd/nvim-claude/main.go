@@ -26,6 +26,9 @@ func main() {
 }
 
 func run(args []string, stdin io.Reader, stdout io.WriteCloser, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "mcp" {
+		return runMCP(stdin, stdout, stderr, os.Getenv)
+	}
 	fs := flag.NewFlagSet("nvim-claude", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	showVersion := fs.Bool("version", false, "print the version and exit")

@@ -30,6 +30,12 @@ function M.defaults()
     notify = {
       needs_input = true, -- vim.notify when a diff waits while you look elsewhere
     },
+    execute = {
+      confirm = true, -- show the code in a float and ask before each run
+      timeout_ms = 30000, -- interrupt a run after this long (0: no limit)
+      max_output = 20000, -- characters of text output kept per run (0: no cap)
+      python = nil, -- interpreter with jupyter_client + ipykernel (nil: python3, then /usr/bin/python3)
+    },
     diagnostics = {
       -- after the CLI edits a file, how long getDiagnostics waits for the
       -- language servers' fresh report
@@ -43,6 +49,10 @@ function M.defaults()
     },
     mentions = {
       focus_terminal = true, -- :ClaudeSend focuses the Claude terminal
+    },
+    editor_tools = {
+      enable = true, -- the "nvim" MCP server: LSP, tree-sitter and buffers as tools for the model
+      allow = nil, -- list of tool names to offer (nil: all of them)
     },
     diff = {
       layout = "vertical", -- or "horizontal"
@@ -126,6 +136,28 @@ local schema = {
   },
   auto_start = { types = { "boolean" } },
   single_session = { types = { "boolean" } },
+  execute = {
+    table = {
+      confirm = { types = { "boolean" } },
+      timeout_ms = {
+        types = { "number" },
+        check = function(v)
+          if v < 0 then
+            return "must be 0 (no limit) or more"
+          end
+        end,
+      },
+      max_output = {
+        types = { "number" },
+        check = function(v)
+          if v < 0 then
+            return "must be 0 (no cap) or more"
+          end
+        end,
+      },
+      python = { types = { "string" } },
+    },
+  },
   diagnostics = {
     table = {
       settle_ms = {
@@ -195,6 +227,12 @@ local schema = {
   mentions = {
     table = {
       focus_terminal = { types = { "boolean" } },
+    },
+  },
+  editor_tools = {
+    table = {
+      enable = { types = { "boolean" } },
+      allow = { types = { "table" }, check = list_of_strings },
     },
   },
   diff = {
@@ -280,6 +318,10 @@ function M.apply(opts)
   if opts.selection and opts.selection.deny then
     -- a list replaces the default list (tbl_deep_extend would merge by index)
     M.options.selection.deny = vim.deepcopy(opts.selection.deny)
+  end
+  if opts.editor_tools and opts.editor_tools.allow then
+    -- a list replaces, like selection.deny
+    M.options.editor_tools.allow = vim.deepcopy(opts.editor_tools.allow)
   end
   return problems
 end

@@ -197,6 +197,17 @@ function M.status_text()
   if #pids == 0 then
     table.insert(lines, "connect a CLI: " .. M.connect_hint(st.port))
   end
+  local tools = require("claude.terminal").editor_tools()
+  if tools then
+    table.insert(
+      lines,
+      string.format(
+        "editor tools (mcp__nvim__*): %d tools; for a claude run elsewhere: %s",
+        #tools.tools,
+        tools.add_command
+      )
+    )
+  end
   return table.concat(lines, "\n")
 end
 

@@ -29,18 +29,51 @@ local function with_loopback(list)
   return table.concat(parts, ",")
 end
 
---- The environment for a CLI that talks to the server on port.
-function M.env(port)
+--- The environment for a CLI that talks to the server on port. tools is
+--- M.editor_tools()'s answer: the editor tools' socket goes in the
+--- environment of this CLI only (its token stays in a 0600 file beside it).
+function M.env(port, tools)
   local user = config.options.env or {}
   local env = {}
   for k, v in pairs(user) do
     env[k] = tostring(v)
+  end
+  if tools then
+    env.NVIM_CLAUDE_MCP_SOCKET = tools.socket
   end
   env.CLAUDE_CODE_SSE_PORT = tostring(port)
   env.ENABLE_IDE_INTEGRATION = "true"
   env.no_proxy = with_loopback(user.no_proxy or vim.env.no_proxy)
   env.NO_PROXY = with_loopback(user.NO_PROXY or vim.env.NO_PROXY)
   return env
+end
+
+--- The editor tools (the "nvim" MCP server) as the host serves them under
+--- the editor_tools options: {socket, tools, mcp_config,
+--- add_command}, or nil when they are off or the server is not running.
+function M.editor_tools()
+  local server = require("claude.server")
+  if not server.is_running() then
+    return nil
+  end
+  local opts = config.options.editor_tools or {}
+  local info = server.request("edtools", { enable = opts.enable ~= false, allow = opts.allow })
+  if type(info) == "table" and info.enabled then
+    return info
+  end
+  return nil
+end
+
+-- with_tools adds the editor tools' --mcp-config to the CLI's arguments.
+-- The option takes several values, so it goes last: nothing of the user's
+-- (a prompt) may follow it.
+local function with_tools(args, tools)
+  local out = vim.deepcopy(args or {})
+  if tools and tools.mcp_config then
+    table.insert(out, "--mcp-config")
+    table.insert(out, tools.mcp_config)
+  end
+  return out
 end
 
 --- The command line: terminal_cmd plus extra args.
@@ -222,9 +255,11 @@ function M.open(port, args, focus)
     show(focus)
     return term
   end
+  local tools = M.editor_tools()
+  args = with_tools(args, tools)
   local S = snacks()
   if S then
-    local t, err = open_snacks(S, M.cmd(args), { cwd = vim.fn.getcwd(-1, -1), env = M.env(port) }, focus)
+    local t, err = open_snacks(S, M.cmd(args), { cwd = vim.fn.getcwd(-1, -1), env = M.env(port, tools) }, focus)
     if t then
       pcall(vim.api.nvim_buf_set_var, t.bufnr, "claude_terminal", true)
       vim.bo[t.bufnr].filetype = "claude"
@@ -238,7 +273,7 @@ function M.open(port, args, focus)
   local cmd = M.cmd(args)
   local opts = {
     cwd = vim.fn.getcwd(-1, -1),
-    env = M.env(port),
+    env = M.env(port, tools),
     on_exit = function(job, code)
       vim.schedule(function()
         M._on_exit(job, code)
@@ -404,6 +439,9 @@ end
 
 --- Called when the server starts (server.features): watches diffs and focus.
 function M.attach()
+  -- the editor_tools options reach the host, which starts (or not) the
+  -- editor tools for CLIs run elsewhere too
+  pcall(M.editor_tools)
   local group = vim.api.nvim_create_augroup("nvim-claude-terminal", { clear = true })
   vim.api.nvim_create_autocmd("User", {
     group = group,

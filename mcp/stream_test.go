@@ -1,0 +1,169 @@
+package mcp
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// startStream serves a StreamServer with one echo tool and one blocking
+// tool on a unix socket; it returns the socket path.
+func startStream(t *testing.T, limit int) (*StreamServer, string) {
+	t.Helper()
+	s := NewStreamServer(StreamConfig{Token: "s3cret", ReadLimit: limit, Instructions: "use me"})
+	err := s.SetTools([]Tool{
+		{Name: "echo", Handler: func(_ context.Context, req *ToolRequest) (*ToolResult, error) {
+			return TextResult(string(req.Arguments)), nil
+		}},
+		{Name: "block", Handler: func(ctx context.Context, _ *ToolRequest) (*ToolResult, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}},
+		{Name: "fail", Handler: func(context.Context, *ToolRequest) (*ToolResult, error) {
+			return nil, errors.New("no language server")
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return s, sock
+}
+
+type streamClient struct {
+	c net.Conn
+	r *bufio.Reader
+}
+
+func dialStream(t *testing.T, sock, hello string) *streamClient {
+	t.Helper()
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Write([]byte(hello + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	return &streamClient{c: c, r: bufio.NewReader(c)}
+}
+
+func (sc *streamClient) roundTrip(t *testing.T, msg string) string {
+	t.Helper()
+	if _, err := sc.c.Write([]byte(msg + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	line, err := sc.r.ReadString('\n')
+	if err != nil {
+		t.Fatalf("reading the answer to %s: %v", msg, err)
+	}
+	return strings.TrimSpace(line)
+}
+
+func TestStreamTranscript(t *testing.T) {
+	_, sock := startStream(t, 4096)
+	c := dialStream(t, sock, `{"token":"s3cret"}`)
+	cases := []struct{ send, want string }{
+		{`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`,
+			`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{"listChanged":false}},"serverInfo":{"name":"nvim-claude","version":"dev"},"instructions":"use me"}}`},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
+			`{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"echo","inputSchema":{"type":"object","properties":{}}},{"name":"block","inputSchema":{"type":"object","properties":{}}},{"name":"fail","inputSchema":{"type":"object","properties":{}}}]}}`},
+		{`{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"echo","arguments":{"x":1}}}`,
+			`{"jsonrpc":"2.0","id":"a","result":{"content":[{"type":"text","text":"{\"x\":1}"}]}}`},
+		{`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"fail"}}`,
+			`{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"no language server"}],"isError":true}}`},
+		{`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"nope"}}`,
+			`{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"Unknown tool: nope"}}`},
+		{`{"jsonrpc":"2.0","id":4,"method":"bogus"}`,
+			`{"jsonrpc":"2.0","id":4,"error":{"code":-32601,"message":"Method not found: bogus"}}`},
+		{`{not json`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`},
+		{`{"jsonrpc":"2.0","id":5,"method":"ping"}`, `{"jsonrpc":"2.0","id":5,"result":{}}`},
+	}
+	for _, tc := range cases {
+		if got := c.roundTrip(t, tc.send); got != tc.want {
+			t.Errorf("send %s\n got %s\nwant %s", tc.send, got, tc.want)
+		}
+	}
+}
+
+func TestStreamCancel(t *testing.T) {
+	_, sock := startStream(t, 4096)
+	c := dialStream(t, sock, `{"token":"s3cret"}`)
+	if _, err := c.c.Write([]byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"block"}}` + "\n" +
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	// The cancelled call gets no reply: the next answer is the ping's.
+	if got := c.roundTrip(t, `{"jsonrpc":"2.0","id":8,"method":"ping"}`); got != `{"jsonrpc":"2.0","id":8,"result":{}}` {
+		t.Fatalf("after a cancelled call: %s", got)
+	}
+}
+
+// Hostile peers: a wrong, missing or oversized hello, and an oversized
+// message after it, end the connection.
+func TestStreamRefuses(t *testing.T) {
+	_, sock := startStream(t, 256)
+	cases := []struct{ name, hello, then string }{
+		{"wrong token", `{"token":"guess"}`, `{"jsonrpc":"2.0","id":1,"method":"ping"}`},
+		{"no token", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, `{"jsonrpc":"2.0","id":2,"method":"ping"}`},
+		{"huge hello", `{"token":"` + strings.Repeat("x", 8<<10) + `"}`, ``},
+		{"huge message", `{"token":"s3cret"}`, `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"p":"` + strings.Repeat("x", 300) + `"}}`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := dialStream(t, sock, tc.hello)
+			_, _ = c.c.Write([]byte(tc.then + "\n"))
+			var got []string
+			for {
+				line, err := c.r.ReadString('\n')
+				if err != nil {
+					break // closed: what we want
+				}
+				got = append(got, line)
+			}
+			for _, l := range got {
+				var m map[string]json.RawMessage
+				if json.Unmarshal([]byte(l), &m) != nil || m["result"] != nil {
+					t.Fatalf("answered: %q", got)
+				}
+			}
+		})
+	}
+}
+
+func TestStreamSetToolsRejectsDuplicates(t *testing.T) {
+	s := NewStreamServer(StreamConfig{})
+	h := func(context.Context, *ToolRequest) (*ToolResult, error) { return nil, nil }
+	if err := s.SetTools([]Tool{{Name: "a", Handler: h}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetTools([]Tool{{Name: "b", Handler: h}, {Name: "b", Handler: h}}); err == nil {
+		t.Fatal("duplicate accepted")
+	}
+	if got := s.ToolNames(); len(got) != 1 || got[0] != "a" {
+		t.Fatalf("tools after a refused SetTools: %v", got)
+	}
+	if s.Token() == "" {
+		t.Fatal("no random token")
+	}
+}
