@@ -532,6 +532,8 @@ func (s *Server) register(c *conn) bool {
 // request may proceed, else the HTTP status to refuse it with and why.
 func (s *Server) checkHandshake(r *http.Request) (status int, why string) {
 	switch {
+	case !loopbackPeer(r.RemoteAddr):
+		return http.StatusForbidden, "peer address is not loopback"
 	case r.Header["Origin"] != nil:
 		return http.StatusForbidden, "Origin header present (browser request)"
 	case !s.allowedHost(r.Host):
@@ -546,6 +548,15 @@ func (s *Server) checkHandshake(r *http.Request) (status int, why string) {
 		return http.StatusBadRequest, "not a WebSocket upgrade"
 	}
 	return 0, ""
+}
+
+// loopbackPeer reports whether a connection comes from a loopback address.
+// The listener is bound to 127.0.0.1, yet packets from other hosts can
+// reach it where route_localnet is on (CVE-2020-8558).
+func loopbackPeer(remoteAddr string) bool {
+	host, _, err := net.SplitHostPort(remoteAddr)
+	ip := net.ParseIP(host)
+	return err == nil && ip != nil && ip.IsLoopback()
 }
 
 // allowedHost guards against DNS rebinding: only the loopback names with
