@@ -17,7 +17,7 @@ import (
 
 // guard bounds every wait in the tests. It is a failure guard, never a
 // timing assertion.
-const guard = 10 * time.Second
+const guard = 60 * time.Second
 
 func testConfig(t *testing.T) Config {
 	t.Helper()

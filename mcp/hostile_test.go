@@ -944,19 +944,29 @@ func TestManyClients(t *testing.T) {
 }
 
 // TestSlowLorisAfterUpgrade starts a message and never finishes it: the
-// keepalive, which counts only whole frames as signs of life, closes the
-// connection after two silent intervals.
+// keepalive, which counts frame headers and control frames as signs of life
+// but not payload bytes, closes the connection after two silent intervals.
 func TestSlowLorisAfterUpgrade(t *testing.T) {
 	var ticks chan<- time.Time
 	s := startServer(t, testConfig(t), func(s *Server) { ticks = fakeTicker(s) })
 	w := dialRaw(t, s)
-	// Half a message, then a byte now and then.
-	f := wsFrame(finBit|opText, bytes.Repeat([]byte(" "), 1000), true, 0)
-	w.write(t, f[:500])
 	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.Local)
 	iv := s.cfg.PingInterval
-	for i := 0; i < 3; i++ {
-		w.write(t, f[500+i:501+i])
+	ticks <- t0 // the handshake was the last sign of life
+	if f, err := w.read(t); err != nil || f.op != opPing {
+		t.Fatalf("want the ping that follows the first tick: %v, %v", f, err)
+	}
+	// Half a message: its start is a sign of life (the reader has seen a
+	// frame header); wait for the reader to take it, so that the ticks
+	// below count from it whatever the scheduling.
+	c := s.connections()[0]
+	f := wsFrame(finBit|opText, bytes.Repeat([]byte(" "), 1000), true, 0)
+	w.write(t, f[:500])
+	waitFor(t, "the reader to see the frame header", c.seen.Load)
+	// Then a byte now and then: no sign of life. One tick sees the header,
+	// two more see nothing.
+	for i := 1; i <= 3; i++ {
+		w.write(t, f[499+i:500+i])
 		ticks <- t0.Add(time.Duration(i) * iv)
 	}
 	if code := w.expectClose(t); code != websocket.CloseGoingAway {

@@ -61,7 +61,7 @@ func dialStream(t *testing.T, sock, hello string) *streamClient {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	_ = c.SetDeadline(time.Now().Add(guard))
 	if _, err := c.Write([]byte(hello + "\n")); err != nil {
 		t.Fatal(err)
 	}

@@ -125,7 +125,7 @@ func TestHandlersFromLua(t *testing.T) {
 			if string(p) != w {
 				t.Errorf("notification %d: got %s, want %s", i, p, w)
 			}
-		case <-time.After(10 * time.Second):
+		case <-time.After(10 * nvimtest.Slack * time.Second):
 			t.Fatalf("notification %d never arrived", i)
 		}
 	}

@@ -608,7 +608,7 @@ func attachDiagnostics(t *testing.T, e *ctxEnv) *ctxPushes {
 // next returns the next notification of method, skipping others.
 func (p *ctxPushes) next(t *testing.T, method string) string {
 	t.Helper()
-	timeout := time.After(10 * time.Second)
+	timeout := time.After(10 * nvimtest.Slack * time.Second)
 	for {
 		select {
 		case n := <-p.ch:

@@ -117,7 +117,7 @@ func (e *diffEnv) decision(t *testing.T) nvimbridge.DiffDecision {
 	select {
 	case d := <-e.decisions:
 		return d
-	case <-time.After(10 * time.Second):
+	case <-time.After(10 * nvimtest.Slack * time.Second):
 		t.Fatal("no decision arrived")
 	}
 	return nvimbridge.DiffDecision{}

@@ -48,7 +48,7 @@ func next(t *testing.T, ch <-chan string) string {
 	select {
 	case s := <-ch:
 		return s
-	case <-time.After(10 * time.Second):
+	case <-time.After(10 * nvimtest.Slack * time.Second):
 		t.Fatal("no notification from Lua")
 		return ""
 	}

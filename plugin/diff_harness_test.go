@@ -89,7 +89,7 @@ func (h *diffHarness) connect(t *testing.T, pid int) *diffCLI {
 	t.Helper()
 	hdr := http.Header{}
 	hdr.Set("X-Claude-Code-Ide-Authorization", h.token)
-	d := websocket.Dialer{Subprotocols: []string{"mcp"}, HandshakeTimeout: 5 * time.Second}
+	d := websocket.Dialer{Subprotocols: []string{"mcp"}, HandshakeTimeout: 5 * nvimtest.Slack * time.Second}
 	ws, _, err := d.Dial(fmt.Sprintf("ws://127.0.0.1:%d/", h.port), hdr)
 	if err != nil {
 		t.Fatalf("dial: %v", err)

@@ -84,7 +84,7 @@ func (h *ctxHarness) connect(t testing.TB) {
 	srv := h.app.server()
 	hdr := http.Header{}
 	hdr.Set(mcp.AuthHeader, srv.Token())
-	d := websocket.Dialer{Subprotocols: []string{"mcp"}, HandshakeTimeout: 5 * time.Second}
+	d := websocket.Dialer{Subprotocols: []string{"mcp"}, HandshakeTimeout: 5 * nvimtest.Slack * time.Second}
 	ws, _, err := d.Dial(fmt.Sprintf("ws://127.0.0.1:%d/", srv.Port()), hdr)
 	if err != nil {
 		t.Fatalf("dial: %v", err)
@@ -280,7 +280,7 @@ func TestWorkspaceFoldersInLock(t *testing.T) {
 	// (Neovim 0.7 has no LspAttach; there the folders are looked at on BufEnter.)
 	h.Exec(t, `vim.api.nvim_exec_autocmds(vim.fn.exists("##LspAttach") == 1 and "LspAttach" or "BufEnter", { modeline = false })`)
 	want := mustJSONString([]string{h.dir, h.out})
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(10 * nvimtest.Slack * time.Second)
 	for mustJSONString(lock()) != want {
 		if time.Now().After(deadline) {
 			t.Fatalf("lock folders = %v, want %s", lock(), want)
@@ -293,7 +293,7 @@ func TestWorkspaceFoldersInLock(t *testing.T) {
 	h.Exec(t, `vim.cmd("cd " .. vim.fn.fnameescape(...))
 		require("claude.server").notify("cwd_changed", { cwd = vim.fn.getcwd(-1, -1) })`, h.out)
 	want = mustJSONString([]string{h.out, h.path("sub")})
-	deadline = time.Now().Add(10 * time.Second)
+	deadline = time.Now().Add(10 * nvimtest.Slack * time.Second)
 	for mustJSONString(lock()) != want {
 		if time.Now().After(deadline) {
 			t.Fatalf("lock folders after :cd = %v, want %s", lock(), want)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nvim-claude/nvim-claude/nvimbridge/nvimtest"
 )
 
 func TestMentionBadRequests(t *testing.T) {
@@ -113,7 +115,7 @@ func TestMentionUndelivered(t *testing.T) {
 	c := h.connect(t, 4242)
 	c.selection(t)
 	_ = c.ws.Close() // the CLI leaves
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(10 * nvimtest.Slack * time.Second)
 	for {
 		h.sel.mu.Lock()
 		n := len(h.sel.ready)

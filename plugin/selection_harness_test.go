@@ -109,7 +109,7 @@ func (h *selHarness) attach(t *testing.T) {
 	t.Cleanup(func() { _ = h.ExecLua(`require("claude.selection").detach()`, nil) })
 	// Let the state pushed at attach land before a CLI connects, so that
 	// the CLI is greeted with it rather than also sent it as an update.
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(10 * nvimtest.Slack * time.Second)
 	for {
 		if _, ok := h.sel.latest(); ok {
 			return
@@ -143,7 +143,7 @@ func (h *selHarness) connect(t *testing.T, pid int) *selCLI {
 	t.Helper()
 	hdr := http.Header{}
 	hdr.Set(mcp.AuthHeader, h.token)
-	d := websocket.Dialer{Subprotocols: []string{"mcp"}, HandshakeTimeout: 5 * time.Second}
+	d := websocket.Dialer{Subprotocols: []string{"mcp"}, HandshakeTimeout: 5 * nvimtest.Slack * time.Second}
 	ws, resp, err := d.Dial(fmt.Sprintf("ws://127.0.0.1:%d/", h.port), hdr)
 	if err != nil {
 		code := 0
@@ -187,7 +187,7 @@ func (c *selCLI) next(t *testing.T) string {
 			t.Fatal("connection closed")
 		}
 		return f
-	case <-time.After(10 * time.Second):
+	case <-time.After(10 * nvimtest.Slack * time.Second):
 		t.Fatal("no frame from the server within 10 s")
 	}
 	return ""

@@ -214,7 +214,7 @@ func TestGoplsDiagnostics(t *testing.T) {
 	if err := json.Unmarshal([]byte(toolText(t, res)), &wf); err != nil || len(wf.Folders) != 2 || wf.Folders[0].Path != cwd || wf.Folders[1].Path != mod {
 		t.Fatalf("getWorkspaceFolders = %s (%v)", toolText(t, res), err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(10 * nvimtest.Slack * time.Second)
 	for got := readLock(t, st.LockFile).WorkspaceFolders; len(got) != 2 || got[0] != cwd || got[1] != mod; got = readLock(t, st.LockFile).WorkspaceFolders {
 		if time.Now().After(deadline) {
 			t.Fatalf("lock workspaceFolders = %v, want [%s %s]", got, cwd, mod)

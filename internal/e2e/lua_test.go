@@ -97,7 +97,7 @@ func TestServeWritesLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Exec(t, `vim.cmd("cd " .. vim.fn.fnameescape(...))`, sub)
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(10 * nvimtest.Slack * time.Second)
 	for {
 		l := readLock(t, st.LockFile)
 		if len(l.WorkspaceFolders) == 1 && l.WorkspaceFolders[0] == sub {

@@ -148,7 +148,7 @@ func alive(pid int) bool {
 // waitGone waits until pid has exited.
 func waitGone(t *testing.T, pid int, what string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(10 * nvimtest.Slack * time.Second)
 	for alive(pid) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s (pid %d) still running", what, pid)
@@ -169,7 +169,7 @@ func killOnCleanup(t *testing.T, pid int) {
 
 func waitFile(t *testing.T, path string, exist bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(10 * nvimtest.Slack * time.Second)
 	for {
 		_, err := os.Stat(path)
 		if (err == nil) == exist {
@@ -191,7 +191,7 @@ func dialIDE(t *testing.T, port int, token string) *ideClient {
 	t.Helper()
 	h := http.Header{}
 	h.Set("X-Claude-Code-Ide-Authorization", token)
-	d := websocket.Dialer{Subprotocols: []string{"mcp"}, HandshakeTimeout: 5 * time.Second}
+	d := websocket.Dialer{Subprotocols: []string{"mcp"}, HandshakeTimeout: 5 * nvimtest.Slack * time.Second}
 	c, resp, err := d.Dial(fmt.Sprintf("ws://127.0.0.1:%d/", port), h)
 	if err != nil {
 		code := 0
@@ -214,7 +214,7 @@ func (c *ideClient) send(t *testing.T, msg string) {
 // recv reads frames until one has the given id (responses) and returns it.
 func (c *ideClient) recv(t *testing.T, id int) map[string]any {
 	t.Helper()
-	_ = c.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_ = c.c.SetReadDeadline(time.Now().Add(10 * nvimtest.Slack * time.Second))
 	for {
 		_, b, err := c.c.ReadMessage()
 		if err != nil {

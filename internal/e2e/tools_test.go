@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nvim-claude/nvim-claude/nvimbridge/nvimtest"
 )
 
 // The editor tools and workspace methods through the whole product: the
@@ -199,7 +201,7 @@ func TestToolsWorkspaceFoldersInLock(t *testing.T) {
 	}
 	waitLock := func(want ...string) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(10 * nvimtest.Slack * time.Second)
 		for {
 			got := readLock(t, e.st.LockFile).WorkspaceFolders
 			if strings.Join(got, "|") == strings.Join(want, "|") {

@@ -146,7 +146,7 @@ func Start(t testing.TB, o Options) *Nvim {
 		}()
 		select {
 		case <-done:
-		case <-time.After(5 * time.Second):
+		case <-time.After(5 * Slack * time.Second):
 		}
 		_ = v.Close()
 		cancel()
@@ -193,11 +193,18 @@ func (n *Nvim) TryEval(code string, out any, args ...any) error {
 	return json.Unmarshal([]byte(s), out)
 }
 
+// Slack stretches every failure guard in the tests: a wait that would
+// pass given time must not fail because two cores were busy with -race.
+const Slack = 3
+
 // WaitFor polls cond (Lua returning a boolean-ish value) until it is truthy
 // or timeout passes; on timeout it fails with msg and the last value of
-// debug (Lua returning anything, may be empty).
+// debug (Lua returning anything, may be empty). The timeout is a failure
+// guard, never a timing assertion: it is stretched by Slack so that a loaded
+// CI machine does not fail a test that would pass given time.
 func (n *Nvim) WaitFor(t testing.TB, timeout time.Duration, cond, debug, msg string) {
 	t.Helper()
+	timeout *= Slack
 	deadline := time.Now().Add(timeout)
 	for {
 		var ok bool
