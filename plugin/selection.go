@@ -453,6 +453,12 @@ func (c *selection) greet(clientID string) {
 	if c.sharing {
 		p, ok = c.co.latestPayload()
 	}
+	if ok {
+		// Every ready CLI now holds p: a later observation of the same
+		// state must not go out again (after forgetSent, the coalescer
+		// would otherwise take it for news).
+		c.co.markSent(p)
+	}
 	queued := c.takeQueue()
 	c.mu.Unlock()
 	if ok {
@@ -594,6 +600,9 @@ func (c *selCoalescer) clear() (selPayload, bool) {
 
 // newEpoch accepts any sequence number again: Lua (re)attached.
 func (c *selCoalescer) newEpoch() { c.lastSeq = 0 }
+
+// markSent records that the CLIs hold p.
+func (c *selCoalescer) markSent(p selPayload) { c.sent, c.hasSent = p, true }
 
 // forgetSent: the clients that were sent things are gone.
 func (c *selCoalescer) forgetSent() { c.sent, c.hasSent = selPayload{}, false }
