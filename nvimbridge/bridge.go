@@ -18,7 +18,6 @@ import (
 	"io"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/neovim/go-client/nvim"
@@ -43,6 +42,15 @@ const DefaultTimeout = 10 * time.Second
 // ErrTimeout reports that Neovim did not answer in time.
 var ErrTimeout = errors.New("neovim did not answer in time")
 
+// ErrBlocked reports that Neovim is waiting for input (a hit-enter or
+// more prompt, a pending operator): it runs no request until the user
+// answers, so the call gives up at once instead of at its deadline.
+var ErrBlocked = errors.New("neovim is waiting for input (a prompt is open): answer it in Neovim, then try again")
+
+// blockedProbe is how long a call waits before asking Neovim (with the
+// fast nvim_get_mode) whether it is blocked.
+const blockedProbe = 100 * time.Millisecond
+
 // Bridge is a connection to the Neovim that runs this process (or, in tests,
 // to a child Neovim).
 type Bridge struct {
@@ -52,8 +60,8 @@ type Bridge struct {
 	ctx    context.Context // cancelled by Close; handed to request handlers
 	cancel context.CancelFunc
 
-	loadMu sync.Mutex
-	loaded bool
+	loadSem chan struct{} // one loader at a time, honouring each caller's ctx
+	loaded  bool
 }
 
 // New connects to Neovim over r/w (stdin/stdout for an RPC job). Call Serve
@@ -77,7 +85,7 @@ func Wrap(v *nvim.Nvim, log *slog.Logger) *Bridge {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Bridge{v: v, log: log, ctx: ctx, cancel: cancel}
+	return &Bridge{v: v, log: log, ctx: ctx, cancel: cancel, loadSem: make(chan struct{}, 1)}
 }
 
 // Serve processes messages from Neovim until it disconnects.
@@ -196,8 +204,17 @@ func (b *Bridge) Call(ctx context.Context, fn string, args any, result any) erro
 	if err := b.ensureLoaded(ctx); err != nil {
 		return err
 	}
+	// The deadline travels with the call: a call Neovim reaches only
+	// after the caller gave up (it was blocked at a prompt) does nothing.
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(DefaultTimeout)
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+	}
 	var out string
-	if err := b.exec(ctx, `return package.loaded["`+moduleKey+`"].call(...)`, &out, fn, string(payload)); err != nil {
+	if err := b.exec(ctx, `return package.loaded["`+moduleKey+`"].call(...)`, &out, fn, string(payload), deadline.UnixMilli()); err != nil {
 		return fmt.Errorf("%s: %w", fn, err)
 	}
 	var r reply
@@ -218,8 +235,12 @@ func (b *Bridge) Call(ctx context.Context, fn string, args any, result any) erro
 
 // ensureLoaded installs bridge.lua into Neovim once per connection.
 func (b *Bridge) ensureLoaded(ctx context.Context) error {
-	b.loadMu.Lock()
-	defer b.loadMu.Unlock()
+	select {
+	case b.loadSem <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("load bridge.lua: %w", ErrTimeout)
+	}
+	defer func() { <-b.loadSem }()
 	if b.loaded {
 		return nil
 	}
@@ -272,17 +293,53 @@ func (b *Bridge) exec(ctx context.Context, code string, result any, args ...any)
 		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
 		defer cancel()
 	}
+	// Nothing is sent to a Neovim waiting at a prompt: it would run the
+	// request once the user answers, long after the caller gave up.
+	if b.blocked(ctx) {
+		return ErrBlocked
+	}
 	done := make(chan error, 1)
 	go func() { done <- b.v.ExecLua(code, result, args...) }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return ErrTimeout
+	probe := time.NewTimer(blockedProbe)
+	defer probe.Stop()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-probe.C:
+			if b.blocked(ctx) {
+				return ErrBlocked
+			}
+			probe.Reset(blockedProbe)
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return ErrTimeout
+			}
+			return ctx.Err()
+		case <-b.ctx.Done():
+			return errors.New("neovim connection closed")
 		}
-		return ctx.Err()
-	case <-b.ctx.Done():
-		return errors.New("neovim connection closed")
+	}
+}
+
+// blocked reports whether Neovim is waiting for input. nvim_get_mode is a
+// fast function: Neovim answers it at once even at a prompt, but not while
+// it is busy (running Lua, a long :make), which is then "not blocked" once
+// blockedProbe has passed.
+func (b *Bridge) blocked(ctx context.Context) bool {
+	ch := make(chan bool, 1)
+	go func() { // ends when Neovim answers or the connection closes
+		m, err := b.v.Mode()
+		ch <- err == nil && m.Blocking
+	}()
+	t := time.NewTimer(blockedProbe)
+	defer t.Stop()
+	select {
+	case yes := <-ch:
+		return yes
+	case <-t.C:
+		return false
+	case <-ctx.Done():
+		return false
 	}
 }

@@ -16,7 +16,15 @@ end
 
 --- Entry point for the Go side: runs fns[name](args) and wraps the outcome
 --- in {ok, result} or {ok = false, error}.
-function M.call(name, payload)
+function M.call(name, payload, deadline_ms)
+  -- A call reached after its caller gave up (Neovim was blocked at a
+  -- prompt) must not act late: the caller already reported a failure.
+  if deadline_ms then
+    local s, us = (vim.uv or vim.loop).gettimeofday()
+    if s * 1000 + us / 1000 > deadline_ms then
+      return json_encode({ ok = false, error = "expired: the caller stopped waiting before Neovim could run it" })
+    end
+  end
   local fn = fns[name]
   if not fn then
     return json_encode({ ok = false, error = "unknown bridge function: " .. tostring(name) })

@@ -158,9 +158,31 @@ local function disk_changed(buf, path)
   return nil
 end
 
+-- room_for reports whether path's file system has room for buf's text:
+-- on a full disk :write truncates the file before it fails (E514), losing
+-- what was there (stock Neovim does it too).
+local function room_for(buf, path)
+  local uv = vim.uv or vim.loop
+  if not uv.fs_statfs then
+    return true
+  end
+  local st = uv.fs_statfs(vim.fn.fnamemodify(path, ":h"))
+  if not st then
+    return true
+  end
+  local size = api.nvim_buf_call(buf, function()
+    return vim.fn.line2byte(vim.fn.line("$") + 1)
+  end)
+  return size < 0 or (size + 65536) <= st.bavail * st.bsize
+end
+
 -- write runs :write (or :write!) for buf without any prompt reaching the
 -- user: callers have ruled out the changed-on-disk question.
 local function write(buf, bang)
+  local path = api.nvim_buf_get_name(buf)
+  if not room_for(buf, path) then
+    return false, "no space left on the device for " .. path .. "; the file was left as it was"
+  end
   local ok, err = pcall(api.nvim_buf_call, buf, function()
     vim.cmd(bang and "silent write!" or "silent write")
   end)
