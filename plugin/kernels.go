@@ -232,6 +232,16 @@ func (c *kernels) confirm(ctx context.Context, ed executeEditor, req nvimbridge.
 	cancel()
 	if err != nil {
 		forget()
+		// The float may still open once Neovim gets to it (the call was
+		// abandoned, not cancelled): close it after it, in order.
+		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		if cerr := ed.CloseExecuteConfirm(closeCtx, req.ID); cerr != nil {
+			c.app.log.Debug("close confirmation", "err", cerr)
+		}
+		cancel()
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
 		return "", fmt.Errorf("could not ask the user to confirm in Neovim: %w", err)
 	}
 	select {

@@ -30,8 +30,8 @@ func (c *diffs) closeTab(ctx context.Context, req *mcp.ToolRequest) (*mcp.ToolRe
 	var a struct {
 		TabName *string `json:"tab_name"`
 	}
-	if err := json.Unmarshal(req.Arguments, &a); err != nil {
-		return nil, fmt.Errorf("close_tab: bad arguments: %w", err)
+	if err := decodeArgs(req.Arguments, &a); err != nil {
+		return nil, fmt.Errorf("close_tab: %w", err)
 	}
 	if a.TabName == nil || *a.TabName == "" {
 		return nil, errors.New("close_tab: tab_name is required")

@@ -61,7 +61,7 @@ func TestCloseTabTranscripts(t *testing.T) {
 			"-> "+diffToolCall(1, "close_tab", map[string]string{}),
 			"<- "+diffErrorResult(1, "close_tab: tab_name is required"),
 			"-> "+diffToolCall(2, "close_tab", map[string]int{"tab_name": 1}),
-			"<- "+diffErrorResult(2, "close_tab: bad arguments: json: cannot unmarshal number into Go struct field .tab_name of type string"),
+			"<- "+diffErrorResult(2, "close_tab: invalid arguments: tab_name must be a string"),
 		)},
 	}
 	for _, tt := range tests {

@@ -90,7 +90,7 @@ func TestOpenDiffTranscripts(t *testing.T) {
 			"-> "+diffToolCall(2, "openDiff", map[string]string{"new_file_contents": "x"}),
 			"<- "+diffErrorResult(2, "openDiff: new_file_path is required"),
 			"-> "+diffToolCall(3, "openDiff", map[string]any{"new_file_path": 7}),
-			"<- "+diffErrorResult(3, "openDiff: bad arguments: json: cannot unmarshal number into Go struct field openDiffArgs.new_file_path of type string"),
+			"<- "+diffErrorResult(3, "openDiff: invalid arguments: new_file_path must be a string"),
 			`?? #require("claude.diff").pending() == 0`,
 		)},
 	}
