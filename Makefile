@@ -18,10 +18,10 @@ BIN := bin/nvim-claude
 GO_SOURCES := $(shell find cmd mcp nvimbridge plugin -name '*.go' -o -name '*.lua' 2>/dev/null) go.mod go.sum
 
 # Packages whose tests start Neovim: run once per Neovim line. The rest run once.
-NVIM_PKGS := ./nvimbridge/... ./plugin/... ./cmd/... ./internal/e2e/...
+NVIM_PKGS := ./nvimbridge/... ./plugin/... ./cmd/... ./internal/e2e/... ./internal/soak/...
 PURE_PKGS := ./mcp/... ./internal/fakeapi/... ./internal/clienv/... ./internal/bench/...
 
-.PHONY: all build run test test-deps vet bench clean
+.PHONY: all build run test test-deps vet bench soak fuzz clean
 
 all: build
 
@@ -68,6 +68,23 @@ BENCHFLAGS ?=
 bench: build
 	@nv=$$(scripts/get-nvim 0.12) && \
 	$(GO) run ./internal/bench -nvim "$$nv" -host $(CURDIR)/$(BIN) $(BENCHFLAGS)
+
+# Reliability (issue 7, RELIABILITY.md). soak: the full load — 16 clients ×
+# 5,000 tool calls while 50,000 cursor moves stream out — once per Neovim
+# line, with a leak check (about 4 minutes a line). fuzz: each fuzz target for
+# FUZZTIME; a crasher lands in testdata/fuzz and becomes a regression seed
+# that `make test` runs.
+FUZZTIME ?= 60s
+soak: test-deps build
+	@set -e; for l in $(NVIM_LINES); do nv=$$(scripts/get-nvim $$l); echo "=== soak, Neovim $$l"; \
+	  SOAK=1 SOAK_REPORT=$(CACHE_DIR)/soak-$$l.json NVIM_BIN=$$nv \
+	  $(GO) test -race -count=1 -timeout 15m -run '^TestSoak$$' -v ./internal/soak/; done
+
+fuzz: test-deps
+	@set -e; for t in FuzzDecodeMessage FuzzCallTool FuzzConnection FuzzHandshake; do echo "=== $$t"; \
+	  $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./mcp/; done
+	@echo "=== FuzzToolArguments"; NVIM_BIN=$$(scripts/get-nvim 0.12) \
+	  $(GO) test -run '^$$' -fuzz '^FuzzToolArguments$$' -fuzztime $(FUZZTIME) ./plugin/
 
 clean:
 	rm -rf bin
