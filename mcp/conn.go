@@ -166,13 +166,21 @@ func (c *conn) startRequest(msg incoming) {
 	req := &inflight{cancel: cancel}
 	c.mu.Lock()
 	_, dup := c.inflight[key]
-	if !dup {
+	busy := !dup && len(c.inflight) >= c.srv.maxInflight
+	if !dup && !busy {
 		c.inflight[key] = req
 	}
 	c.mu.Unlock()
-	if dup {
+	switch {
+	case dup:
 		cancel()
 		_ = c.send(encodeError(msg.id, invalidRequest("id already used by a pending request")))
+		return
+	case busy:
+		cancel()
+		c.log.Warn("request refused: too many pending", "method", msg.method, "limit", c.srv.maxInflight)
+		_ = c.send(encodeError(msg.id, &Error{Code: CodeServerBusy, Message: fmt.Sprintf(
+			"Server busy: %d requests are already running on this connection; wait for some to finish", c.srv.maxInflight)}))
 		return
 	}
 	c.log.Debug("request", "method", msg.method, "id", string(msg.id))

@@ -852,18 +852,24 @@ func TestInvalidMessageFlood(t *testing.T) {
 	}
 }
 
-// TestPendingRequestFlood leaves 10,000 blocked calls pending on one
-// connection, then drops it: every call is cancelled and every goroutine
-// they held is gone. It also records what a pending call costs, the figure
-// behind RELIABILITY.md's note on a per-connection cap.
+// TestPendingRequestFlood parks calls on one connection until the
+// per-connection cap (maxInflight) refuses more, checks that the refusals
+// are exact and the connection still works once a call ends, then drops
+// the connection: every parked call is cancelled and every goroutine they
+// held is gone.
 func TestPendingRequestFlood(t *testing.T) {
 	var running, cancelled atomic.Int64
+	release := make(chan struct{}, 1)
 	s := startServer(t, testConfig(t), func(s *Server) {
 		err := s.RegisterTool(Tool{Name: "park", Handler: func(ctx context.Context, _ *ToolRequest) (*ToolResult, error) {
 			running.Add(1)
-			<-ctx.Done()
-			cancelled.Add(1)
-			return nil, ctx.Err()
+			select {
+			case <-ctx.Done():
+				cancelled.Add(1)
+				return nil, ctx.Err()
+			case <-release:
+				return TextResult("released"), nil
+			}
 		}})
 		if err != nil {
 			t.Fatal(err)
@@ -874,23 +880,39 @@ func TestPendingRequestFlood(t *testing.T) {
 	var m0 runtime.MemStats
 	runtime.ReadMemStats(&m0)
 	ws := dial(t, s, "/")
-	const n = 10_000
+	limit := s.maxInflight
+	extra := 100
 	var buf bytes.Buffer
-	for i := 0; i < n; i++ {
+	for i := 0; i < limit+extra; i++ {
 		buf.Reset()
 		fmt.Fprintf(&buf, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"park"}}`, i)
 		writeText(t, ws, buf.String())
 	}
-	waitFor(t, "every call to be running", func() bool { return running.Load() == n })
+	busy := fmt.Sprintf(`"error":{"code":-32000,"message":"Server busy: %d requests are already running on this connection; wait for some to finish"}}`, limit)
+	for i := 0; i < extra; i++ {
+		want := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,%s`, limit+i, busy)
+		if got := readText(t, ws); got != want {
+			t.Fatalf("refusal %d: %s", i, diff(want, got))
+		}
+	}
+	waitFor(t, "the calls under the cap to be running", func() bool { return running.Load() == int64(limit) })
 	var m1 runtime.MemStats
 	runtime.ReadMemStats(&m1)
-	t.Logf("%d pending calls: %d goroutines, %.1f KiB of stack+heap each", n, runtime.NumGoroutine()-before,
-		float64((m1.StackInuse+m1.HeapInuse)-(m0.StackInuse+m0.HeapInuse))/n/1024)
-	if got, want := request(t, ws, -1, "ping", ""), `{"jsonrpc":"2.0","id":-1,"result":{}}`; got != want {
-		t.Fatalf("ping while %d calls are pending: %s", n, diff(want, got))
+	t.Logf("%d pending calls: %d goroutines, %.1f KiB of stack+heap each", limit, runtime.NumGoroutine()-before,
+		float64((m1.StackInuse+m1.HeapInuse)-(m0.StackInuse+m0.HeapInuse))/float64(limit)/1024)
+	if got, want := request(t, ws, -1, "ping", ""), `{"jsonrpc":"2.0","id":-1,`+busy; got != want {
+		t.Fatalf("ping at the cap: %s", diff(want, got))
+	}
+	// One call ends: there is room for one more request.
+	release <- struct{}{}
+	if got := readText(t, ws); !strings.Contains(got, `"released"`) {
+		t.Fatalf("the released call answered %s", got)
+	}
+	if got, want := request(t, ws, -2, "ping", ""), `{"jsonrpc":"2.0","id":-2,"result":{}}`; got != want {
+		t.Fatalf("ping below the cap: %s", diff(want, got))
 	}
 	_ = ws.Close()
-	waitFor(t, "every call to be cancelled", func() bool { return cancelled.Load() == n })
+	waitFor(t, "every parked call to be cancelled", func() bool { return cancelled.Load() == int64(limit-1) })
 	waitFor(t, "goroutines back to the baseline", func() bool { return runtime.NumGoroutine() <= before })
 }
 

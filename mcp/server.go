@@ -41,7 +41,17 @@ const (
 	writeWait         = 10 * time.Second
 	closeGrace        = time.Second
 	maxCloseReason    = 123 // a close frame's payload is 125 bytes, 2 for the code
+	// maxInflight bounds the requests one connection may have running at
+	// once. The CLI has a handful (a few openDiffs waiting on the user at
+	// most); without a bound, a peer holding the token could park calls
+	// until the host runs out of memory (10,000 cost about 100 MiB).
+	maxInflight = 1024
 )
+
+// CodeServerBusy is the JSON-RPC error (in the implementation-defined
+// server-error range) for a request refused because its connection already
+// has maxInflight requests running.
+const CodeServerBusy = -32000
 
 // sentinel is an error that can be a constant.
 type sentinel string
@@ -122,7 +132,9 @@ type Server struct {
 	queueWait  time.Duration
 	writeWait  time.Duration
 	closeGrace time.Duration
-	newTicker  newTickerFunc
+	// maxInflight is maxInflight; tests lower it.
+	maxInflight int
+	newTicker   newTickerFunc
 
 	mu       sync.Mutex
 	folders  []string
@@ -180,17 +192,18 @@ func NewServer(cfg Config) (*Server, error) {
 		log = slog.New(discardHandler{})
 	}
 	s := &Server{
-		cfg:        cfg,
-		log:        log,
-		tokenSum:   sha256.Sum256([]byte(cfg.Token)),
-		readLimit:  cfg.ReadLimit,
-		queueSize:  queueSize,
-		queueWait:  queueWait,
-		writeWait:  writeWait,
-		closeGrace: closeGrace,
-		newTicker:  realTicker,
-		folders:    append([]string{}, cfg.WorkspaceFolders...),
-		conns:      make(map[string]*conn),
+		cfg:         cfg,
+		log:         log,
+		tokenSum:    sha256.Sum256([]byte(cfg.Token)),
+		readLimit:   cfg.ReadLimit,
+		queueSize:   queueSize,
+		queueWait:   queueWait,
+		writeWait:   writeWait,
+		closeGrace:  closeGrace,
+		maxInflight: maxInflight,
+		newTicker:   realTicker,
+		folders:     append([]string{}, cfg.WorkspaceFolders...),
+		conns:       make(map[string]*conn),
 	}
 	s.upgrader = websocket.Upgrader{
 		HandshakeTimeout: readHeaderTimeout,
