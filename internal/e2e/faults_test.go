@@ -762,6 +762,9 @@ func TestFaultLockDirUnwritable(t *testing.T) {
 			if strings.Contains(ns[0].Msg, "stack traceback") || strings.Contains(ns[0].Msg, "goroutine") {
 				t.Errorf("a stack trace in the message: %q", ns[0].Msg)
 			}
+			if strings.Contains(ns[0].Msg, "Invoking") || strings.Contains(ns[0].Msg, "on channel") {
+				t.Errorf("Neovim's RPC wrapping in the message: %q", ns[0].Msg)
+			}
 			if after := fltDirList(ide); after != before {
 				t.Errorf("the lock directory changed from %q to %q", before, after)
 			}
