@@ -164,6 +164,29 @@ func (c *editorContext) absPath(p string) string {
 	return filepath.Clean(p)
 }
 
+// filePathSchema is the input schema of a tool whose one argument is
+// filePath (checkDocumentDirty, saveDocument).
+func filePathSchema(description string) json.RawMessage {
+	d, _ := json.Marshal(description)
+	return json.RawMessage(`{"type":"object","properties":{"filePath":{"type":"string","description":` +
+		string(d) + `}},"required":["filePath"]}`)
+}
+
+// filePathArg decodes such a tool's arguments and returns the file path,
+// made absolute.
+func (c *editorContext) filePathArg(req *mcp.ToolRequest) (string, error) {
+	var args struct {
+		FilePath string `json:"filePath"`
+	}
+	if err := decodeArgs(req.Arguments, &args); err != nil {
+		return "", err
+	}
+	if args.FilePath == "" {
+		return "", errors.New("invalid arguments: filePath is required")
+	}
+	return c.absPath(args.FilePath), nil
+}
+
 // callTimeout bounds one editor call made for a tool or method.
 const callTimeout = 5 * time.Second
 

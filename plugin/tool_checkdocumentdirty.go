@@ -2,8 +2,6 @@ package plugin
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 
 	"github.com/nvim-claude/nvim-claude/mcp"
 )
@@ -19,18 +17,12 @@ func (c *editorContext) checkDocumentDirtyTool() mcp.Tool {
 	return mcp.Tool{
 		Name:        "checkDocumentDirty",
 		Description: "Check if a document has unsaved changes (is dirty)",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"filePath":{"type":"string","description":"Path to the file to check"}},"required":["filePath"]}`),
+		InputSchema: filePathSchema("Path to the file to check"),
 		Handler: func(ctx context.Context, req *mcp.ToolRequest) (*mcp.ToolResult, error) {
-			var args struct {
-				FilePath string `json:"filePath"`
-			}
-			if err := decodeArgs(req.Arguments, &args); err != nil {
+			path, err := c.filePathArg(req)
+			if err != nil {
 				return nil, err
 			}
-			if args.FilePath == "" {
-				return nil, errors.New("invalid arguments: filePath is required")
-			}
-			path := c.absPath(args.FilePath)
 			ectx, cancel := editorCtx(ctx)
 			defer cancel()
 			doc, err := c.app.ed.Document(ectx, path)

@@ -2,8 +2,6 @@ package plugin
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
@@ -21,18 +19,12 @@ func (c *editorContext) saveDocumentTool() mcp.Tool {
 	return mcp.Tool{
 		Name:        "saveDocument",
 		Description: "Save a document with unsaved changes",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"filePath":{"type":"string","description":"Path to the file to save"}},"required":["filePath"]}`),
+		InputSchema: filePathSchema("Path to the file to save"),
 		Handler: func(ctx context.Context, req *mcp.ToolRequest) (*mcp.ToolResult, error) {
-			var args struct {
-				FilePath string `json:"filePath"`
-			}
-			if err := decodeArgs(req.Arguments, &args); err != nil {
+			path, err := c.filePathArg(req)
+			if err != nil {
 				return nil, err
 			}
-			if args.FilePath == "" {
-				return nil, errors.New("invalid arguments: filePath is required")
-			}
-			path := c.absPath(args.FilePath)
 			ectx, cancel := editorCtx(ctx)
 			defer cancel()
 			res, err := c.app.ed.SaveDocument(ectx, path)

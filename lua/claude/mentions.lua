@@ -362,30 +362,51 @@ local function from_explorer(line1, line2, what)
   return ms
 end
 
---- :ClaudeSend — the range (visual selection) of the current file as a
---- mention; in an explorer buffer, the entries on those lines.
-function M.send(line1, line2, range)
-  local what = ":ClaudeSend"
+-- cursor_range is the command's range, or the cursor's line without one.
+local function cursor_range(line1, line2, range)
   if range == 0 then
-    line1 = api.nvim_win_get_cursor(0)[1]
-    line2 = line1
+    local l = api.nvim_win_get_cursor(0)[1]
+    return l, l
   end
-  local ms = from_explorer(line1, line2, what)
-  if ms then
-    if #ms > 0 then
-      return deliver(ms, what)
-    end
-    return nil
+  return line1, line2
+end
+
+-- send_explorer delivers the explorer entries on lines first..last when the
+-- current buffer is a file explorer; handled is false in any other buffer.
+local function send_explorer(first, last, what)
+  local ms = from_explorer(first, last, what)
+  if not ms then
+    return false
   end
+  if #ms > 0 then
+    return true, deliver(ms, what)
+  end
+  return true, nil
+end
+
+-- send_current delivers the current file (lines l1..l2, or whole) as a mention.
+local function send_current(what, l1, l2)
   local path = current_file(what)
   if not path then
     return nil
   end
-  local m, why = mention_for(path, math.min(line1, line2), math.max(line1, line2))
+  local m, why = mention_for(path, l1, l2)
   if not m then
     return err(what .. ": " .. why)
   end
   return deliver({ m }, what)
+end
+
+--- :ClaudeSend — the range (visual selection) of the current file as a
+--- mention; in an explorer buffer, the entries on those lines.
+function M.send(line1, line2, range)
+  local what = ":ClaudeSend"
+  line1, line2 = cursor_range(line1, line2, range)
+  local handled, res = send_explorer(line1, line2, what)
+  if handled then
+    return res
+  end
+  return send_current(what, math.min(line1, line2), math.max(line1, line2))
 end
 
 local function is_number(s)
@@ -421,31 +442,16 @@ function M.add(fargs, line1, line2, range)
 
   if #fargs == 0 then
     if not l1 then
-      local first, last = line1, line2
-      if range == 0 then
-        first = api.nvim_win_get_cursor(0)[1]
-        last = first
+      local first, last = cursor_range(line1, line2, range)
+      local handled, res = send_explorer(first, last, what)
+      if handled then
+        return res
       end
-      local ms = from_explorer(first, last, what)
-      if ms then
-        if #ms > 0 then
-          return deliver(ms, what)
-        end
-        return nil
-      end
-    end
-    local path = current_file(what)
-    if not path then
-      return nil
     end
     if not l1 and range > 0 then
       l1, l2 = math.min(line1, line2), math.max(line1, line2)
     end
-    local m, why = mention_for(path, l1, l2)
-    if not m then
-      return err(what .. ": " .. why)
-    end
-    return deliver({ m }, what)
+    return send_current(what, l1, l2)
   end
 
   local paths = {}
