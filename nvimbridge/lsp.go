@@ -10,7 +10,8 @@ import (
 type LSPQuery struct {
 	// Op is definition, references, implementations, type_definition,
 	// hover, document_symbols, workspace_symbols, call_hierarchy,
-	// rename_preview or code_actions.
+	// rename_preview, code_actions or code_action_edit (the proposed file
+	// texts of one code action: see LSPResult.Edits).
 	Op string `json:"op"`
 	// File is absolute ("" only for workspace_symbols); Rel is how messages
 	// name it.
@@ -24,7 +25,10 @@ type LSPQuery struct {
 	Query     string `json:"query,omitempty"`     // workspace_symbols
 	NewName   string `json:"new_name,omitempty"`  // rename_preview
 	Direction string `json:"direction,omitempty"` // call_hierarchy: incoming|outgoing
-	EndLine   int    `json:"end_line,omitempty"`  // code_actions
+	EndLine   int    `json:"end_line,omitempty"`  // code_actions, code_action_edit
+	// Action names the code action of code_action_edit: its 1-based number
+	// in the code_actions listing, or its title.
+	Action string `json:"action,omitempty"`
 	// Limit bounds the items returned (Total still counts them all).
 	Limit int `json:"limit,omitempty"`
 	// Timeout bounds the waits in Neovim (for a server to start, and for
@@ -88,6 +92,23 @@ type LSPAction struct {
 	Preferred bool   `json:"preferred,omitempty"`
 	Disabled  string `json:"disabled,omitempty"`
 	Client    string `json:"client,omitempty"`
+	// Command is the server command the action runs, if it is one (or
+	// carries one) before it is resolved.
+	Command string `json:"command,omitempty"`
+	// Index is the action's 1-based number in the listing
+	// (code_action_edit).
+	Index int `json:"index,omitempty"`
+}
+
+// LSPFileEdit is one file a code action would change: its text now (as
+// writing its buffer would put it on disk; "" for a file to create) and
+// after the edit.
+type LSPFileEdit struct {
+	Path   string `json:"path"`
+	Before string `json:"before"`
+	After  string `json:"after"`
+	Exists bool   `json:"exists"`
+	Edits  int    `json:"edits"`
 }
 
 // LSPItem is the call hierarchy's subject.
@@ -115,6 +136,13 @@ type LSPResult struct {
 	Other       []string      `json:"other,omitempty"`
 	Actions     []LSPAction   `json:"actions,omitempty"`
 	Diagnostics int           `json:"diagnostics,omitempty"`
+	// code_action_edit: the action chosen, the files it would change, the
+	// server command it ran with its edits held for review (Command), or
+	// the command it carries besides its edit, not run (SkippedCommand).
+	Action         *LSPAction    `json:"action,omitempty"`
+	Edits          []LSPFileEdit `json:"edits,omitempty"`
+	Command        string        `json:"command,omitempty"`
+	SkippedCommand string        `json:"skipped_command,omitempty"`
 }
 
 // LSP runs an LSP-backed editor tool in Neovim, in one round trip.
@@ -124,6 +152,32 @@ func (b *Bridge) LSP(ctx context.Context, q LSPQuery) (LSPResult, error) {
 	}
 	var r LSPResult
 	err := b.Call(ctx, "lsp_query", q, &r)
+	return r, err
+}
+
+// LSPFileWrite is the outcome for one file of LSPApplyFiles.
+type LSPFileWrite struct {
+	Path    string `json:"path"`
+	Written bool   `json:"written,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+// LSPApplied is what LSPApplyFiles did. Error (nothing was applied: a file
+// changed since the proposal) and Busy (Neovim was inside an autocommand,
+// nothing was done: ask again) are set alone.
+type LSPApplied struct {
+	Error string         `json:"error,omitempty"`
+	Busy  bool           `json:"busy,omitempty"`
+	Files []LSPFileWrite `json:"files,omitempty"`
+}
+
+// LSPApplyFiles puts accepted texts (After) into the files' buffers and
+// writes them. Each file must still read as Before (or not exist when
+// !Exists), else nothing is applied; a failed write leaves its buffer as it
+// was.
+func (b *Bridge) LSPApplyFiles(ctx context.Context, files []LSPFileEdit) (LSPApplied, error) {
+	var r LSPApplied
+	err := b.Call(ctx, "lsp_apply_files", map[string]any{"files": files}, &r)
 	return r, err
 }
 

@@ -31,7 +31,10 @@ const (
 	schemaLine   = `"line":{"type":"integer","minimum":1,"description":"1-based line"}`
 	schemaCol    = `"col":{"type":"integer","minimum":1,"description":"1-based column in characters (default: the line's first word)"}`
 	schemaSymbol = `"symbol":{"type":"string","description":"Instead of line/col: the symbol's name in file (e.g. \"Add\" or \"Server.Start\"); found among the file's symbols, else as the first whole word"}`
-	schemaPos    = `{"type":"object","properties":{` + schemaFile + `,` + schemaLine + `,` + schemaCol + `,` + schemaSymbol + `},"required":["file"],"additionalProperties":false}`
+	// code_actions and apply_code_action: a point, a line or a range.
+	schemaActionCol = `"col":{"type":"integer","minimum":1,"description":"1-based column: the actions at that point (as at the cursor); without col (and end_line) the whole line"}`
+	schemaEndLine   = `"end_line":{"type":"integer","minimum":1,"description":"Last line of a range from line (and col) to this line's end"}`
+	schemaPos       = `{"type":"object","properties":{` + schemaFile + `,` + schemaLine + `,` + schemaCol + `,` + schemaSymbol + `},"required":["file"],"additionalProperties":false}`
 )
 
 // allTools is every editor tool, enabled or not.
@@ -50,8 +53,9 @@ func (e *edtools) allTools() []mcp.Tool {
 			`{"type":"object","properties":{`+schemaFile+`,`+schemaLine+`,`+schemaCol+`,`+schemaSymbol+`,"direction":{"type":"string","enum":["incoming","outgoing"],"description":"incoming: who calls it (default); outgoing: what it calls"}},"required":["file"],"additionalProperties":false}`, lspCallHierarchy),
 		e.lspTool("rename_preview", "What renaming a symbol would change, as a unified diff per file. Nothing is applied.",
 			`{"type":"object","properties":{`+schemaFile+`,`+schemaLine+`,`+schemaCol+`,`+schemaSymbol+`,"new_name":{"type":"string","description":"The new name"}},"required":["file","new_name"],"additionalProperties":false}`, lspRenamePreview),
-		e.lspTool("code_actions", "Code actions (quick fixes, refactorings) the language server offers at a line or range: titles and kinds. Nothing is applied.",
-			`{"type":"object","properties":{`+schemaFile+`,`+schemaLine+`,`+schemaCol+`,`+schemaSymbol+`,"end_line":{"type":"integer","minimum":1,"description":"Last line of the range (default: line)"}},"required":["file"],"additionalProperties":false}`, lspCodeActions),
+		e.lspTool("code_actions", "Code actions (quick fixes, refactorings) the language server offers at a line or range: numbered titles and kinds. Nothing is applied here: apply_code_action applies one (by number or title) after the user reviews its diff.",
+			`{"type":"object","properties":{`+schemaFile+`,`+schemaLine+`,`+schemaActionCol+`,`+schemaSymbol+`,`+schemaEndLine+`},"required":["file"],"additionalProperties":false}`, lspCodeActions),
+		e.applyCodeActionTool(),
 		e.treesitterTool(),
 		e.openBuffersTool(),
 		e.openFileAtTool(),
@@ -368,15 +372,18 @@ func lspCodeActions(e *edtools, q nvimbridge.LSPQuery, r nvimbridge.LSPResult) s
 		return "no code actions at " + where
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s at %s (%s considered; not applied):\n", plural(r.Total, "code action", "code actions"), where,
+	fmt.Fprintf(&b, "%s at %s (%s considered; not applied — apply_code_action applies one by number):\n", plural(r.Total, "code action", "code actions"), where,
 		plural(r.Diagnostics, "diagnostic", "diagnostics"))
-	for _, a := range r.Actions {
-		b.WriteString("- " + a.Title)
+	for i, a := range r.Actions {
+		fmt.Fprintf(&b, "%d. %s", i+1, a.Title)
 		if a.Kind != "" {
 			b.WriteString(" [" + a.Kind + "]")
 		}
 		if a.Preferred {
 			b.WriteString(" (preferred)")
+		}
+		if a.Command != "" {
+			b.WriteString(" (command " + a.Command + ")")
 		}
 		if a.Disabled != "" {
 			b.WriteString(" (disabled: " + a.Disabled + ")")

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
@@ -36,6 +37,7 @@ type edtoolsEditor interface {
 	TreesitterNode(ctx context.Context, file, rel string, line, col int) (nvimbridge.TSNode, error)
 	LSPBuffers(ctx context.Context) ([]nvimbridge.LSPBuffer, error)
 	OpenFileAt(ctx context.Context, file, rel string, line, col int) (nvimbridge.OpenedAt, error)
+	LSPApplyFiles(ctx context.Context, files []nvimbridge.LSPFileEdit) (nvimbridge.LSPApplied, error)
 }
 
 // Environment variables of the relay.
@@ -52,7 +54,7 @@ const (
 
 const edtoolsInstructions = "Tools of the Neovim the user is editing in: its language servers " +
 	"(definition, references, implementations, type_definition, hover, document_symbols, workspace_symbols, " +
-	"call_hierarchy, rename_preview, code_actions), tree-sitter (treesitter_node) and its buffers (open_buffers, " +
+	"call_hierarchy, rename_preview, code_actions; apply_code_action applies one after the user's review), tree-sitter (treesitter_node) and its buffers (open_buffers, " +
 	"open_file_at shows a file to the user). Prefer them to grep for questions about code: they know the types. " +
 	"Positions are 1-based; give {file, symbol} when you do not know the column."
 
@@ -68,6 +70,7 @@ type edtools struct {
 	disc    string // discovery file path
 	cancel  context.CancelFunc
 	done    chan struct{}
+	seq     atomic.Uint64 // names apply_code_action's diffs apart
 }
 
 func newEdtools(a *App) *edtools {

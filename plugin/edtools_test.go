@@ -61,8 +61,13 @@ func main() {
 	fmt.Println(c.Add(1, 2))
 }
 `,
-	"notes.txt": "plain text, no language server\n",
-	"init.lua":  "local M = {}\n\nfunction M.greet(name)\n  return \"hi \" .. name\nend\n\nreturn M\n",
+	// apply_code_action: an unused import (Organize Imports), a call to
+	// split (a lazily resolved action), a declaration to move to a new file
+	// (a server command).
+	"fix/fix.go": "package fix\n\nimport (\n\t\"fmt\"\n\t\"strings\"\n)\n\n// Greet greets.\nfunc Greet(name string) string {\n\treturn fmt.Sprintf(\"hi %s\", name)\n}\n",
+	"fix/use.go": "package fix\n\nfunc use() string {\n\treturn Greet(\"x\")\n}\n",
+	"notes.txt":  "plain text, no language server\n",
+	"init.lua":   "local M = {}\n\nfunction M.greet(name)\n  return \"hi \" .. name\nend\n\nreturn M\n",
 }
 
 // edGopls is the gopls scripts/install-gopls builds (or GOPLS_BIN); without
@@ -117,6 +122,10 @@ func startEdHarness(t *testing.T, gopls bool) *edHarness {
 	b := nvimbridge.Wrap(n.Nvim, nil)
 	app := New(Options{Editor: b})
 	t.Cleanup(func() { _ = app.Close() })
+	// The user's diff decisions (apply_code_action) come back as requests.
+	if err := app.Register(b); err != nil {
+		t.Fatal(err)
+	}
 	app.mu.Lock()
 	app.params = startParams{PID: os.Getpid(), Cwd: dir}
 	app.mu.Unlock()

@@ -663,56 +663,454 @@ ops.rename_preview = {
   end,
 }
 
+-- request_actions asks every client of buf for the code actions at the
+-- call's line or range; it returns {client, action} pairs in the order the
+-- listing shows them, and how many diagnostics were sent along.
+function H.request_actions(args, buf, pos, client, deadline)
+  local enc = H.enc(client)
+  local last = math.max(args.end_line or (pos.line + 1), pos.line + 1)
+  local count = vim.api.nvim_buf_line_count(buf)
+  last = math.min(last, count)
+  local end_text = vim.api.nvim_buf_get_lines(buf, last - 1, last, false)[1] or ""
+  local range = {
+    start = H.lsp_pos(buf, pos, enc),
+    ["end"] = { line = last - 1, character = H.units(end_text, #end_text, enc) },
+  }
+  if not args.end_line then
+    if (args.col and args.col >= 1) or (args.symbol and args.symbol ~= "") then
+      -- a cursor position, as vim.lsp.buf.code_action() sends in Normal mode
+      range["end"] = { line = range.start.line, character = range.start.character }
+    else
+      range.start.character = 0 -- the whole line
+    end
+  end
+  local diags = {}
+  for _, d in ipairs(vim.diagnostic.get(buf)) do
+    if d.lnum <= last - 1 and (d.end_lnum or d.lnum) >= pos.line then
+      local lsp = d.user_data and d.user_data.lsp
+      table.insert(diags, lsp or {
+        range = { start = { line = d.lnum, character = d.col }, ["end"] = { line = d.end_lnum or d.lnum, character = d.end_col or d.col } },
+        message = d.message,
+        severity = d.severity,
+        source = d.source,
+      })
+    end
+  end
+  local params = { textDocument = H.text_document(buf), range = range, context = { diagnostics = diags } }
+  local res, err = H.request(buf, "textDocument/codeAction", params, deadline)
+  if not res then
+    return nil, err
+  end
+  -- pairs() over client ids has no order: sort by id, so that a listing
+  -- and the apply that follows it number the actions alike.
+  table.sort(res, function(a, b)
+    return (a.client and a.client.id or 0) < (b.client and b.client.id or 0)
+  end)
+  local list = {}
+  for _, r in ipairs(res) do
+    for _, a in ipairs(r.result) do
+      table.insert(list, { client = r.client, action = a })
+    end
+  end
+  return list, nil, #diags
+end
+
+-- action_view is a code action as the listing shows it.
+function H.action_view(a, client)
+  local cmd = type(a.command) == "string" and a.command or (type(a.command) == "table" and a.command.command) or nil
+  return {
+    title = a.title,
+    kind = type(a.kind) == "string" and a.kind or (type(a.command) == "string" and "command") or nil,
+    preferred = a.isPreferred == true or nil,
+    disabled = type(a.disabled) == "table" and a.disabled.reason or nil,
+    client = client and client.name or nil,
+    command = cmd,
+  }
+end
+
 ops.code_actions = {
   method = "textDocument/codeAction",
   run = function(args, buf, pos, client, deadline)
-    local enc = H.enc(client)
-    local last = math.max(args.end_line or (pos.line + 1), pos.line + 1)
-    local count = vim.api.nvim_buf_line_count(buf)
-    last = math.min(last, count)
-    local end_text = vim.api.nvim_buf_get_lines(buf, last - 1, last, false)[1] or ""
-    local range = {
-      start = H.lsp_pos(buf, pos, enc),
-      ["end"] = { line = last - 1, character = H.units(end_text, #end_text, enc) },
-    }
-    if not args.end_line then
-      range.start.character = 0
-    end
-    local diags = {}
-    for _, d in ipairs(vim.diagnostic.get(buf)) do
-      if d.lnum <= last - 1 and (d.end_lnum or d.lnum) >= pos.line then
-        local lsp = d.user_data and d.user_data.lsp
-        table.insert(diags, lsp or {
-          range = { start = { line = d.lnum, character = d.col }, ["end"] = { line = d.end_lnum or d.lnum, character = d.end_col or d.col } },
-          message = d.message,
-          severity = d.severity,
-          source = d.source,
-        })
-      end
-    end
-    local params = { textDocument = H.text_document(buf), range = range, context = { diagnostics = diags } }
-    local res, err = H.request(buf, "textDocument/codeAction", params, deadline)
-    if not res then
+    local list, err, ndiags = H.request_actions(args, buf, pos, client, deadline)
+    if not list then
       return nil, err
     end
-    local out = { actions = {}, total = 0, diagnostics = #diags }
-    for _, r in ipairs(res) do
-      for _, a in ipairs(r.result) do
-        out.total = out.total + 1
-        if #out.actions < args.limit then
-          table.insert(out.actions, {
-            title = a.title,
-            kind = type(a.kind) == "string" and a.kind or (a.command and type(a.command) == "string" and "command") or nil,
-            preferred = a.isPreferred == true or nil,
-            disabled = type(a.disabled) == "table" and a.disabled.reason or nil,
-            client = r.client and r.client.name or nil,
-          })
+    local out = { actions = {}, total = #list, diagnostics = ndiags }
+    for i, it in ipairs(list) do
+      if i > args.limit then
+        break
+      end
+      table.insert(out.actions, H.action_view(it.action, it.client))
+    end
+    return out
+  end,
+}
+
+-- client_request sends one request to one client (client:request_sync
+-- since 0.11, client.request_sync before).
+function H.client_request(client, method, params, deadline, buf)
+  local uv = vim.uv or vim.loop
+  local ms = math.max(deadline - uv.now(), 1)
+  local res, err
+  if vim.fn.has("nvim-0.11") == 1 then
+    res, err = client:request_sync(method, params, ms, buf)
+  else
+    res, err = client.request_sync(method, params, ms, buf)
+  end
+  if not res then
+    return nil, err == "timeout" and string.format("%s timed out after %d ms", method, ms) or tostring(err)
+  end
+  if res.err and res.err ~= vim.NIL then
+    return nil, client.name .. ": " .. tostring(res.err.message or vim.inspect(res.err))
+  end
+  if res.result == vim.NIL then
+    return nil
+  end
+  return res.result
+end
+
+-- pick_action finds the action a call names: its number in the listing
+-- (1-based), else its title (exact, then ignoring case).
+function H.pick_action(list, want)
+  want = vim.trim(tostring(want or ""))
+  local n = tonumber(want)
+  if n then
+    if n >= 1 and n <= #list and n == math.floor(n) then
+      return list[n], n
+    end
+    return nil, string.format("there is no code action %s here (%d offered)", want, #list)
+  end
+  for i, it in ipairs(list) do
+    if it.action.title == want then
+      return it, i
+    end
+  end
+  local hits = {}
+  for i, it in ipairs(list) do
+    if it.action.title:lower() == want:lower() then
+      table.insert(hits, i)
+    end
+  end
+  if #hits == 1 then
+    return list[hits[1]], hits[1]
+  end
+  local titles = {}
+  for i, it in ipairs(list) do
+    if i > 30 then
+      break
+    end
+    table.insert(titles, string.format("%d. %s", i, it.action.title))
+  end
+  return nil, string.format("no code action titled %q here; offered: %s", want,
+    #titles > 0 and table.concat(titles, "; ") or "none")
+end
+
+-- text_of is what writing buf would put in its file: its lines joined by
+-- the 'fileformat' line ending, with a final one as 'eol'/'fixeol' ask.
+function H.text_of(lines, bo)
+  if #lines == 1 and lines[1] == "" and bo and not bo.eol then
+    return ""
+  end
+  local nl = ({ dos = "\r\n", mac = "\r" })[bo and bo.fileformat or "unix"] or "\n"
+  local s = table.concat(lines, nl)
+  if not bo or bo.eol or (bo.fixeol and not bo.binary) then
+    s = s .. nl
+  end
+  return s
+end
+
+-- file_state reads a file not loaded in Neovim into lines and the
+-- 'fileformat'/'eol' its buffer would get (nil when it does not exist).
+function H.file_state(path)
+  local f = io.open(path, "rb")
+  if not f then
+    return nil
+  end
+  local s = f:read("*a") or ""
+  f:close()
+  local ff = "unix"
+  local _, lf = s:gsub("\n", "")
+  local _, crlf = s:gsub("\r\n", "")
+  if crlf > 0 and lf == crlf then
+    ff, s = "dos", s:gsub("\r\n", "\n")
+  end
+  local eol = s:sub(-1) == "\n"
+  if eol then
+    s = s:sub(1, -2)
+  end
+  return vim.split(s, "\n", { plain = true }), { fileformat = ff, eol = eol or s == "" }
+end
+
+-- same compares file texts, but for a missing final line ending (which
+-- 'fixeol' adds when Neovim writes).
+function H.same(a, b)
+  if a == b then
+    return true
+  end
+  if a == nil or b == nil then
+    return false
+  end
+  local function trim(x)
+    return (x:gsub("\r?\n$", ""))
+  end
+  return trim(a) == trim(b)
+end
+
+-- workspace_files turns a WorkspaceEdit into proposed file texts: for each
+-- file its text now (from its buffer when loaded: what the server sees) and
+-- after the edit. File renames and deletions cannot go through the review
+-- and fail the whole edit.
+function H.workspace_files(we, enc)
+  local per, order, created = {}, {}, {}
+  local function add(path, edits)
+    if not per[path] then
+      per[path] = {}
+      table.insert(order, path)
+    end
+    vim.list_extend(per[path], edits or {})
+  end
+  if type(we.documentChanges) == "table" then
+    for _, ch in ipairs(we.documentChanges) do
+      if ch.textDocument then
+        add(vim.uri_to_fname(ch.textDocument.uri), ch.edits)
+      elseif ch.kind == "create" then
+        local path = vim.uri_to_fname(ch.uri)
+        created[path] = true
+        add(path, {})
+      else
+        return nil, string.format("the edit %ss %s, which cannot go through the diff review; not applied",
+          tostring(ch.kind), vim.uri_to_fname(ch.uri or ch.oldUri or ""))
+      end
+    end
+  elseif type(we.changes) == "table" then
+    local uris = vim.tbl_keys(we.changes)
+    table.sort(uris)
+    for _, uri in ipairs(uris) do
+      add(vim.uri_to_fname(uri), we.changes[uri])
+    end
+  end
+  local out = {}
+  for _, path in ipairs(order) do
+    local b = H.buf_for(path)
+    local lines, bo
+    if b and vim.api.nvim_buf_is_loaded(b) then
+      lines, bo = vim.api.nvim_buf_get_lines(b, 0, -1, false), vim.bo[b]
+    else
+      lines, bo = H.file_state(path)
+    end
+    local exists = lines ~= nil
+    if not exists and not created[path] then
+      return nil, "the edit changes " .. path .. ", which does not exist; not applied"
+    end
+    lines = lines or { "" }
+    bo = bo or { fileformat = "unix", eol = true }
+    local before = exists and H.text_of(lines, bo) or ""
+    local after = H.apply_edits(lines, per[path], enc)
+    if not exists and #per[path] == 0 then
+      after = ""
+    elseif not (bo.eol or (bo.fixeol and not bo.binary)) then
+      after = after:gsub("\n$", "")
+    end
+    local nl = ({ dos = "\r\n", mac = "\r" })[bo.fileformat]
+    if nl then
+      after = after:gsub("\n", nl)
+    end
+    if after ~= before then
+      table.insert(out, { path = path, before = before, after = after, exists = exists, edits = #per[path] })
+    end
+  end
+  return out
+end
+
+-- capture runs fn with the client's workspace/applyEdit requests held
+-- (answered "not applied": what the user accepts is applied later) and
+-- its window/showDocument requests declined; it returns fn's results and
+-- the edits held.
+function H.capture(client, fn)
+  local held = {}
+  local saved = {}
+  local handlers = client.handlers
+  if type(handlers) ~= "table" then
+    client.handlers = {}
+    handlers = client.handlers
+  end
+  local function hold(method, h)
+    saved[method] = rawget(handlers, method)
+    handlers[method] = h
+  end
+  hold("workspace/applyEdit", function(_, params)
+    table.insert(held, params and params.edit or {})
+    return { applied = false, failureReason = "held for the user's review in Neovim (nvim-claude)" }
+  end)
+  hold("window/showDocument", function()
+    return { success = false }
+  end)
+  local ok, a, b = pcall(fn)
+  for m, h in pairs(saved) do
+    handlers[m] = h or nil
+  end
+  if not ok then
+    error(a, 0)
+  end
+  return a, b, held
+end
+
+ops.code_action_edit = {
+  method = "textDocument/codeAction",
+  run = function(args, buf, pos, client, deadline)
+    local list, err = H.request_actions(args, buf, pos, client, deadline)
+    if not list then
+      return nil, err
+    end
+    local it, n = H.pick_action(list, args.action)
+    if not it then
+      return nil, n
+    end
+    local a, c = it.action, it.client or client
+    local view = H.action_view(a, c)
+    view.index = n
+    if view.disabled then
+      return nil, string.format("code action %q is disabled: %s", a.title, view.disabled)
+    end
+    local out = { action = view, edits = {}, total = list and #list or 0 }
+    local enc = H.enc(c)
+    -- A Command, or a CodeAction without its edit (resolved lazily).
+    if type(a.command) ~= "string" and a.edit == nil then
+      local cap = c.server_capabilities.codeActionProvider
+      if type(cap) == "table" and cap.resolveProvider then
+        local r, rerr = H.client_request(c, "codeAction/resolve", a, deadline, buf)
+        if rerr then
+          return nil, "codeAction/resolve: " .. rerr
         end
+        if type(r) == "table" then
+          a = r
+        end
+      end
+    end
+    local cmd = type(a.command) == "string" and a or (type(a.command) == "table" and a.command) or nil
+    local edits = {}
+    if type(a.edit) == "table" then
+      table.insert(edits, a.edit)
+      if cmd then
+        out.skipped_command = cmd.command
+      end
+    elseif cmd then
+      if vim.lsp.commands and vim.lsp.commands[cmd.command] then
+        return nil, string.format("code action %q runs %s, a command of Neovim's LSP client, not of the server: it cannot go through the diff review", a.title, cmd.command)
+      end
+      local _, cerr, held = H.capture(c, function()
+        return H.client_request(c, "workspace/executeCommand", { command = cmd.command, arguments = cmd.arguments }, deadline, buf)
+      end)
+      out.command = cmd.command
+      if #held == 0 and cerr then
+        return nil, "workspace/executeCommand " .. cmd.command .. ": " .. cerr
+      end
+      edits = held
+    end
+    for _, we in ipairs(edits) do
+      local files, ferr = H.workspace_files(we, enc)
+      if not files then
+        return nil, ferr
+      end
+      for _, f in ipairs(files) do
+        table.insert(out.edits, f)
       end
     end
     return out
   end,
 }
+
+--- lsp_apply_files writes accepted proposals {files = {{path, before,
+--- after}}}: each file's buffer (loaded if need be) gets the new text and
+--- is written. Every file is checked first (its buffer and file must still
+--- read as before): one that changed meanwhile fails the call and nothing
+--- is applied. A file whose write fails gets its buffer back as it was.
+--- Called while an autocommand runs (the :w that accepted the last diff),
+--- it answers {busy = true} and does nothing: the caller asks again.
+function fns.lsp_apply_files(args)
+  local okst, st = pcall(vim.fn.state)
+  if okst and type(st) == "string" and st:find("x", 1, true) then
+    return { busy = true }
+  end
+  local plan = {}
+  for _, f in ipairs(args.files or {}) do
+    local disk
+    local fh = io.open(f.path, "rb")
+    if fh then
+      disk = fh:read("*a")
+      fh:close()
+    end
+    local b = H.buf_for(f.path)
+    if b and vim.api.nvim_buf_is_loaded(b) then
+      local now = H.text_of(vim.api.nvim_buf_get_lines(b, 0, -1, false), vim.bo[b])
+      if f.exists and not H.same(now, f.before) then
+        return { error = f.path .. " changed in Neovim since the proposal was made; nothing was applied" }
+      end
+      if f.exists and not vim.bo[b].modified and not H.same(disk, f.before) then
+        return { error = f.path .. " changed on disk since the proposal was made; nothing was applied" }
+      end
+      if vim.bo[b].readonly then
+        return { error = f.path .. " is read-only in Neovim; nothing was applied" }
+      end
+    elseif f.exists and not H.same(disk, f.before) then
+      return { error = f.path .. " changed on disk since the proposal was made; nothing was applied" }
+    end
+    if not f.exists and disk ~= nil then
+      return { error = f.path .. " was created meanwhile; nothing was applied" }
+    end
+    table.insert(plan, f)
+  end
+  local out = { files = {} }
+  for _, f in ipairs(plan) do
+    local res = { path = f.path }
+    local buf, lerr = H.load(f.path)
+    if not buf then
+      res.error = lerr
+    else
+      local old = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+      local old_eol, old_mod = vim.bo[buf].eol, vim.bo[buf].modified
+      local text, ff = f.after, vim.bo[buf].fileformat
+      if ff == "dos" then
+        text = text:gsub("\r\n", "\n")
+      elseif ff == "mac" then
+        text = text:gsub("\r", "\n")
+      end
+      local eol = text:sub(-1) == "\n"
+      if eol then
+        text = text:sub(1, -2)
+      end
+      local new = vim.split(text, "\n", { plain = true })
+      -- Replace only the lines that differ, so marks and folds elsewhere stay.
+      local first = 1
+      while first <= #old and first <= #new and old[first] == new[first] do
+        first = first + 1
+      end
+      local lo, ln = #old, #new
+      while lo >= first and ln >= first and old[lo] == new[ln] do
+        lo, ln = lo - 1, ln - 1
+      end
+      local ok, err = pcall(function()
+        vim.api.nvim_buf_set_lines(buf, first - 1, lo, false, vim.list_slice(new, first, ln))
+        vim.bo[buf].eol = eol
+        vim.fn.mkdir(vim.fn.fnamemodify(f.path, ":h"), "p")
+        vim.api.nvim_buf_call(buf, function()
+          vim.cmd("silent keepalt write!")
+        end)
+      end)
+      if not ok then
+        pcall(vim.api.nvim_buf_set_lines, buf, 0, -1, false, old)
+        vim.bo[buf].eol = old_eol
+        vim.bo[buf].modified = old_mod
+        res.error = "could not write " .. f.path .. ": " .. tostring(err)
+      else
+        res.written = true
+        vim.bo[buf].buflisted = true
+      end
+    end
+    table.insert(out.files, res)
+  end
+  return out
+end
 
 -- workspace_buf picks a buffer attached to a client that answers
 -- workspace/symbol, when the call names no file.
