@@ -22,25 +22,10 @@ var lspFiles = map[string]string{
 	"crlf.go":    "package main\r\n\r\nvar x = 1\r\n",
 }
 
-func goplsBin(t *testing.T) string {
-	t.Helper()
-	if b := os.Getenv("GOPLS_BIN"); b != "" {
-		return b
-	}
-	p := filepath.Join(nvimtest.RepoRoot(t), ".cache", "gopls", "v0.23.0", "gopls")
-	if _, err := os.Stat(p); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("gopls is not installed: run scripts/install-gopls, or set GOPLS_BIN")
-		}
-		t.Skip("gopls is not installed: run scripts/install-gopls, or set GOPLS_BIN")
-	}
-	return p
-}
-
 // startLSPEnv is startCtxEnv on lspFiles with gopls attached to main.go.
 func startLSPEnv(t *testing.T) *ctxEnv {
 	t.Helper()
-	bin := goplsBin(t)
+	bin := nvimtest.Gopls(t)
 	e := startCtxEnv(t, lspFiles)
 	e.Exec(t, `local path, bin, root = ...
 		vim.cmd("edit " .. vim.fn.fnameescape(path))

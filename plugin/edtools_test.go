@@ -70,29 +70,6 @@ func main() {
 	"init.lua":   "local M = {}\n\nfunction M.greet(name)\n  return \"hi \" .. name\nend\n\nreturn M\n",
 }
 
-// edGopls is the gopls scripts/install-gopls builds (or GOPLS_BIN); without
-// it the gopls tests skip (fail under CI=true).
-func edGopls(t *testing.T) string {
-	t.Helper()
-	if b := os.Getenv("GOPLS_BIN"); b != "" {
-		return b
-	}
-	cache := os.Getenv("CACHE_DIR")
-	if cache == "" {
-		cache = filepath.Join(nvimtest.RepoRoot(t), ".cache")
-	}
-	p := filepath.Join(cache, "gopls", "v0.23.0", "gopls")
-	if _, err := os.Stat(p); err == nil {
-		return p
-	}
-	const msg = "gopls is not installed: run scripts/install-gopls, or set GOPLS_BIN"
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-	return ""
-}
-
 type edHarness struct {
 	*nvimtest.Nvim
 	app *App
@@ -133,7 +110,7 @@ func startEdHarness(t *testing.T, gopls bool) *edHarness {
 	t.Cleanup(e.stop)
 	h := &edHarness{Nvim: n, app: app, ed: e, dir: dir}
 	if gopls {
-		bin := edGopls(t)
+		bin := nvimtest.Gopls(t)
 		n.Exec(t, `local path, bin, root = ...
 			vim.cmd("edit " .. vim.fn.fnameescape(path))
 			local cfg = { name = "gopls", cmd = { bin }, root_dir = root }

@@ -1,35 +1,10 @@
 package plugin
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/nvim-claude/nvim-claude/nvimbridge/nvimtest"
 )
-
-// goplsBin is the gopls that scripts/install-gopls builds (or GOPLS_BIN).
-// Without one the test is skipped, or fails under CI=true.
-func goplsBin(t *testing.T) string {
-	t.Helper()
-	if b := os.Getenv("GOPLS_BIN"); b != "" {
-		return b
-	}
-	cache := os.Getenv("CACHE_DIR")
-	if cache == "" {
-		cache = filepath.Join(nvimtest.RepoRoot(t), ".cache")
-	}
-	p := filepath.Join(cache, "gopls", "v0.23.0", "gopls")
-	if _, err := os.Stat(p); err == nil {
-		return p
-	}
-	const msg = "gopls is not installed: run scripts/install-gopls (about 90 s the first time), or set GOPLS_BIN"
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-	return ""
-}
 
 // goplsOnFileType starts gopls (Lua args: the binary, the root) for every
 // Go buffer, as lspconfig does: vim.lsp.start on Neovim 0.8+, one client
@@ -64,7 +39,7 @@ check: not vim.api.nvim_buf_is_loaded(vim.fn.bufnr("a.txt"))
 }
 
 func TestToolReformatFileGopls(t *testing.T) {
-	bin := goplsBin(t)
+	bin := nvimtest.Gopls(t)
 	h := startCtxHarness(t, map[string]string{
 		"go.mod":   "module example.com/fmt\n\ngo 1.22\n",
 		"open.go":  "package fmt\nfunc  Open( ) {}\n",

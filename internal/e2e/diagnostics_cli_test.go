@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nvim-claude/nvim-claude/internal/fakeapi"
+	"github.com/nvim-claude/nvim-claude/nvimbridge/nvimtest"
 )
 
 // End-to-end tests of diagnostics with the real CLI: the model reads them
@@ -201,7 +202,7 @@ func TestCLINewDiagnosticsAfterEdit(t *testing.T) {
 // after the write reloads the buffer, waits for gopls to report on the new
 // text, and the model gets gopls's error as <new-diagnostics>.
 func TestCLINewDiagnosticsFromGopls(t *testing.T) {
-	gopls := goplsBin(t)
+	gopls := nvimtest.Gopls(t)
 	s := startSession(t, sessionOpts{files: map[string]string{
 		"go.mod":  "module example.com/calc\n\ngo 1.22\n",
 		"calc.go": calcGo,

@@ -13,29 +13,6 @@ import (
 	"github.com/nvim-claude/nvim-claude/nvimbridge/nvimtest"
 )
 
-// goplsBin is the gopls that scripts/install-gopls builds (or GOPLS_BIN).
-// Without one the test is skipped, or fails under CI=true.
-func goplsBin(t *testing.T) string {
-	t.Helper()
-	if b := os.Getenv("GOPLS_BIN"); b != "" {
-		return b
-	}
-	cache := os.Getenv("CACHE_DIR")
-	if cache == "" {
-		cache = filepath.Join(nvimtest.RepoRoot(t), ".cache")
-	}
-	p := filepath.Join(cache, "gopls", "v0.23.0", "gopls")
-	if _, err := os.Stat(p); err == nil {
-		return p
-	}
-	const msg = "gopls is not installed: run scripts/install-gopls (about 90 s the first time), or set GOPLS_BIN"
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-	return ""
-}
-
 // goplsStartLua starts gopls for the current buffer (Lua args: binary,
 // module root): vim.lsp.start on Neovim 0.8+, start_client and
 // buf_attach_client on 0.7.
@@ -129,7 +106,7 @@ func asDiagFrame(m map[string]any) (diagFrame, bool) {
 // The module's root is outside Neovim's cwd: it joins the workspace folders,
 // in getWorkspaceFolders and in the lock file.
 func TestGoplsDiagnostics(t *testing.T) {
-	gopls := goplsBin(t)
+	gopls := nvimtest.Gopls(t)
 	base, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

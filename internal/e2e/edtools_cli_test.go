@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nvim-claude/nvim-claude/internal/fakeapi"
+	"github.com/nvim-claude/nvim-claude/nvimbridge/nvimtest"
 )
 
 // Issue 9: the editor tools reach the model through the real CLI. The CLI
@@ -23,7 +24,7 @@ var edCalcGo = "package calc\n\n// Sum adds numbers.\nfunc Sum(xs ...int) int {\
 var edMainGo = "package main\n\nimport (\n\t\"fmt\"\n\n\t\"example.com/calc/calc\"\n)\n\nfunc main() {\n\tfmt.Println(calc.Sum(1, 2, 3))\n}\n"
 
 func TestCLIEditorToolsReferences(t *testing.T) {
-	gopls := goplsBin(t)
+	gopls := nvimtest.Gopls(t)
 	s := startSession(t, sessionOpts{files: map[string]string{
 		"go.mod":       "module example.com/calc\n\ngo 1.22\n",
 		"calc/calc.go": edCalcGo,

@@ -230,3 +230,27 @@ func (n *Nvim) Lines(t testing.TB, buf int) string {
 	n.Eval(t, "return vim.api.nvim_buf_get_lines(...)", &lines, buf, 0, -1, false)
 	return strings.Join(lines, "\n")
 }
+
+// Gopls is the gopls that scripts/install-gopls builds into the cache
+// (CACHE_DIR, else the repository's .cache), or GOPLS_BIN. Without one the
+// test is skipped — or fails under CI=true, where `make test` installs it.
+func Gopls(t testing.TB) string {
+	t.Helper()
+	if b := os.Getenv("GOPLS_BIN"); b != "" {
+		return b
+	}
+	cache := os.Getenv("CACHE_DIR")
+	if cache == "" {
+		cache = filepath.Join(RepoRoot(t), ".cache")
+	}
+	p := filepath.Join(cache, "gopls", "v0.23.0", "gopls")
+	if _, err := os.Stat(p); err == nil {
+		return p
+	}
+	const msg = "gopls is not installed: run scripts/install-gopls (about 90 s the first time), or set GOPLS_BIN"
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}
