@@ -115,9 +115,10 @@ function M.request(method, params)
   local payload = vim.json.encode(params == nil and vim.empty_dict() or params)
   local ok, res = pcall(vim.fn.rpcrequest, chan, method, payload)
   if not ok then
-    -- Neovim wraps the host's error as "Vim:Invoking 'start' on channel 3:\n…";
-    -- the user needs the host's message, not the channel number.
-    local msg = tostring(res):gsub("^Vim:Invoking '[^']*' on channel %d+:%s*", "")
+    -- Neovim wraps the host's error as "Vim:Invoking 'start' on channel 3:\n…"
+    -- ("Vim:Error invoking …" up to 0.9); the user needs the host's message,
+    -- not the channel number.
+    local msg = tostring(res):gsub("^Vim:[%w ]-[Ii]nvoking '[^']*' on channel %d+:%s*", "")
     return nil, "nvim-claude: " .. method .. ": " .. msg
   end
   if res == nil or res == "" or res == vim.NIL then
