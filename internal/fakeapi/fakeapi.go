@@ -50,6 +50,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 )
 
 // APIKey is the API key the server accepts unless [Server.SetAPIKey]
@@ -246,6 +247,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		req.Turn = s.next
 		a.blocks = s.script[s.next].Blocks
 		a.stopReason = s.script[s.next].StopReason()
+		a.delay = s.script[s.next].Delay
 		s.next++
 	case req.Main:
 		a.blocks = []Block{Text(NoTurnText)}
@@ -280,6 +282,15 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		if flusher != nil {
 			flusher.Flush()
+		}
+		if a.delay > 0 {
+			t := time.NewTimer(a.delay)
+			select {
+			case <-t.C:
+			case <-r.Context().Done():
+				t.Stop()
+				return
+			}
 		}
 	}
 }

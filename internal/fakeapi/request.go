@@ -55,6 +55,9 @@ type Content struct {
 	Content json.RawMessage `json:"content,omitempty"`
 	// IsError is set on a tool_result block that reports a failure.
 	IsError bool `json:"is_error,omitempty"`
+	// Source is the raw source of an image block, e.g.
+	// {"type":"base64","media_type":"image/png","data":"…"}.
+	Source json.RawMessage `json:"source,omitempty"`
 }
 
 // ResultText returns the text of a tool_result block's content, whether the

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"time"
 )
 
 // Block is one content block of a scripted assistant answer: a text block
@@ -26,6 +27,16 @@ type Block struct {
 type Turn struct {
 	// Blocks are the content blocks of the answer, in order.
 	Blocks []Block
+	// Delay, when set, is the pause after each streamed event: a slow
+	// stream, e.g. for a test that interrupts a turn while it streams.
+	// The pause ends early when the client goes away.
+	Delay time.Duration
+}
+
+// Slow returns t streamed with a pause of d after each event.
+func (t Turn) Slow(d time.Duration) Turn {
+	t.Delay = d
+	return t
 }
 
 // Text returns a text block.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"time"
 	"unicode/utf8"
 )
 
@@ -16,6 +17,7 @@ type answer struct {
 	stopReason   string
 	inputTokens  int
 	outputTokens int
+	delay        time.Duration // pause after each streamed event
 }
 
 type usage struct {
