@@ -124,6 +124,7 @@ func (a *App) newComponents() []component {
 		newDiffs(a),
 		newKernels(a),
 		newEdtools(a),
+		newChats(a),
 	}
 }
 
