@@ -58,6 +58,26 @@ function M.create()
     desc = "Restart, interrupt, stop or list the Jupyter kernel(s) Claude runs code in",
   })
 
+  -- The chat panel (lua/claude/chat/).
+  local function chat()
+    return require("claude.chat")
+  end
+  cmd("ClaudeChat", function(o)
+    chat().open({ prompt = o.args, new = o.bang })
+  end, { nargs = "*", bang = true, desc = "Open the Claude chat (! starts another one); [prompt] is sent" })
+  cmd("ClaudeChatSessions", function()
+    chat().sessions()
+  end, { nargs = 0, desc = "Resume or fork a past Claude session of this directory in a chat" })
+  cmd("ClaudeChatSend", function(o)
+    chat().send_range(o.line1, o.line2)
+  end, { range = true, desc = "Attach the range (or visual selection) to the chat's next prompt" })
+  cmd("ClaudeChatImage", function(o)
+    chat().image(o.args)
+  end, { nargs = "?", complete = "file", desc = "Attach an image file (no argument: the clipboard) to the chat's next prompt" })
+  cmd("ClaudeChatClose", function()
+    chat().close()
+  end, { nargs = 0, desc = "End the current chat: its CLI stops and its buffers go" })
+
   -- Diff review.
   cmd("ClaudeDiffAccept", function()
     require("claude.diff").accept()

@@ -54,6 +54,39 @@ function M.defaults()
       enable = true, -- the "nvim" MCP server: LSP, tree-sitter and buffers as tools for the model
       allow = nil, -- list of tool names to offer (nil: all of them)
     },
+    chat = {
+      cmd = nil, -- the CLI for chats (nil: the first word of terminal_cmd)
+      mode = "default", -- starting permission mode: "default", "acceptEdits" or "plan"
+      model = nil, -- e.g. "sonnet" (nil: the CLI's default)
+      effort = nil, -- "low", "medium", "high", "xhigh" or "max" (nil: the CLI's default)
+      editor_tools = false, -- offer the editor tools (mcp__nvim__*) to the chat's model
+      allowed_tools = nil, -- list passed as --allowedTools
+      disallowed_tools = nil, -- list passed as --disallowedTools
+      env = {}, -- extra environment for the chat's CLI (over `env`)
+      layout = "right", -- "left", "bottom" or "tab"
+      width = 0.4, -- fraction of the editor or columns (lines for "bottom")
+      prompt_height = 6,
+      notify = true, -- vim.notify when a permission waits and the chat is hidden
+      history_size = 100,
+      keys = {
+        send = "<C-s>", -- prompt, normal and insert mode (<CR> in normal mode too)
+        interrupt = "<C-c>",
+        mode = "<S-Tab>",
+        model = "gm",
+        attach_selection = "gs",
+        image = "gi",
+        clear_attachments = "gX",
+        toggle = "<Tab>", -- transcript: open/close the fold under the cursor
+        allow = "a",
+        allow_session = "s",
+        allow_project = "p",
+        deny = "d",
+        rewind = "R",
+        fork = "F",
+        resume = "r",
+        close = "q",
+      },
+    },
     diff = {
       layout = "vertical", -- or "horizontal"
       open_in_new_tab = false,
@@ -235,6 +268,65 @@ local schema = {
       allow = { types = { "table" }, check = list_of_strings },
     },
   },
+  chat = {
+    table = {
+      cmd = { types = { "string" } },
+      mode = { types = { "string" }, check = one_of("default", "acceptEdits", "plan") },
+      model = { types = { "string" } },
+      effort = { types = { "string" }, check = one_of("low", "medium", "high", "xhigh", "max") },
+      editor_tools = { types = { "boolean" } },
+      allowed_tools = { types = { "table" }, check = list_of_strings },
+      disallowed_tools = { types = { "table" }, check = list_of_strings },
+      env = {
+        types = { "table" },
+        check = function(v)
+          for k, val in pairs(v) do
+            if type(k) ~= "string" or (type(val) ~= "string" and type(val) ~= "number") then
+              return "must map variable names to strings"
+            end
+          end
+        end,
+      },
+      layout = { types = { "string" }, check = one_of("right", "left", "bottom", "tab") },
+      width = {
+        types = { "number" },
+        check = function(v)
+          if v <= 0 or (v >= 1 and v ~= math.floor(v)) then
+            return "must be a fraction of the editor (0 < width < 1) or a number of columns"
+          end
+        end,
+      },
+      prompt_height = {
+        types = { "number" },
+        check = function(v)
+          if v < 1 or v ~= math.floor(v) then
+            return "must be a whole number of lines (1 or more)"
+          end
+        end,
+      },
+      notify = { types = { "boolean" } },
+      history_size = {
+        types = { "number" },
+        check = function(v)
+          if v < 0 then
+            return "must be 0 or more"
+          end
+        end,
+      },
+      keys = {
+        table = (function()
+          local t = {}
+          for _, k in ipairs({
+            "send", "interrupt", "mode", "model", "attach_selection", "image", "clear_attachments", "toggle",
+            "allow", "allow_session", "allow_project", "deny", "rewind", "fork", "resume", "close",
+          }) do
+            t[k] = { types = { "string", "boolean" }, check = key_or_false }
+          end
+          return t
+        end)(),
+      },
+    },
+  },
   diff = {
     table = {
       layout = { types = { "string" }, check = one_of("vertical", "horizontal") },
@@ -322,6 +414,14 @@ function M.apply(opts)
   if opts.editor_tools and opts.editor_tools.allow then
     -- a list replaces, like selection.deny
     M.options.editor_tools.allow = vim.deepcopy(opts.editor_tools.allow)
+  end
+  if opts.chat then
+    -- lists and env replace their defaults, like the options above
+    for _, k in ipairs({ "allowed_tools", "disallowed_tools", "env" }) do
+      if opts.chat[k] then
+        M.options.chat[k] = vim.deepcopy(opts.chat[k])
+      end
+    end
   end
   return problems
 end

@@ -132,6 +132,23 @@ function M.check()
     end
   end
 
+  h.start("nvim-claude: chat")
+  if vim.fn.has("nvim-0.8") == 1 then
+    local chat_cmd = config.options.chat.cmd or exe
+    if vim.fn.executable(chat_cmd) == 1 then
+      h.ok(":ClaudeChat runs " .. chat_cmd)
+    else
+      h.warn(":ClaudeChat: `" .. chat_cmd .. "` not found", { "set chat.cmd (or terminal_cmd) in setup() to the CLI's path" })
+    end
+    if vim.fn.executable("wl-paste") == 1 or vim.fn.executable("xclip") == 1 then
+      h.ok("clipboard images: " .. (vim.fn.executable("wl-paste") == 1 and "wl-paste" or "xclip"))
+    else
+      h.info("clipboard images need wl-paste or xclip; image files work without")
+    end
+  else
+    h.info(":ClaudeChat needs Neovim 0.8 or newer ('winbar'); the terminal integration works here")
+  end
+
   require("claude.execute").health(h)
 
   local st = require("claude").status()

@@ -1,0 +1,474 @@
+-- Permission prompts inline in the transcript, the plan buffer and
+-- AskUserQuestion. Every answer is one chat_permission request; Go answers
+-- the CLI (and, for a diff-backed Edit/Write, reads the proposal buffer).
+local config = require("claude.config")
+local render = require("claude.chat.render")
+
+local api = vim.api
+
+local M = {}
+
+local function notify(msg, level)
+  vim.notify(msg, level or vim.log.levels.INFO, { title = "nvim-claude" })
+end
+
+local function keys()
+  return config.options.chat.keys
+end
+
+local function k(name)
+  local v = keys()[name]
+  return v and ("[" .. v .. "]") or nil
+end
+
+local function join(parts)
+  local out = {}
+  for _, p in ipairs(parts) do
+    if p then
+      table.insert(out, p)
+    end
+  end
+  return table.concat(out, " · ")
+end
+
+local function lines_of(s)
+  return vim.split(tostring(s or ""), "\n", { plain = true })
+end
+
+-- help_line names the keys that answer a prompt of this kind.
+local function help_line(kind)
+  if kind == "plan" then
+    return join({
+      k("allow") and (k("allow") .. " approve") or nil,
+      k("deny") and (k("deny") .. " keep planning (with your comments)") or nil,
+    })
+  elseif kind == "question" then
+    return join({
+      k("allow") and (k("allow") .. " answer") or nil,
+      k("deny") and (k("deny") .. " decline") or nil,
+    })
+  end
+  return join({
+    k("allow") and (k("allow") .. " allow once") or nil,
+    k("allow_session") and (k("allow_session") .. " always (session)") or nil,
+    k("allow_project") and (k("allow_project") .. " always (project)") or nil,
+    k("deny") and (k("deny") .. " deny with a reason") or nil,
+  })
+end
+
+local PREVIEW_LINES = 12 -- per old/new text
+local PREVIEW_TOTAL = 60 -- in all
+local PREVIEW_WIDTH = 200
+
+-- capped lines of s, each prefixed; a note says how many were left out.
+local function head(s, prefix, max)
+  local out = {}
+  local ls = lines_of(s)
+  if ls[#ls] == "" and #ls > 1 then
+    table.remove(ls)
+  end
+  for i, l in ipairs(ls) do
+    if i > max then
+      table.insert(out, string.format("%s… %d more line%s", prefix, #ls - max, #ls - max == 1 and "" or "s"))
+      break
+    end
+    if #l > PREVIEW_WIDTH then
+      l = l:sub(1, PREVIEW_WIDTH) .. "…"
+    end
+    table.insert(out, prefix .. l)
+  end
+  return out
+end
+
+local function str(v)
+  return type(v) == "string" and v or nil
+end
+
+-- edit_preview: what an Edit/Write/MultiEdit would change, for a prompt
+-- without the diff review (it could not be opened).
+local function edit_preview(input)
+  local out = {}
+  if input.file_path then
+    table.insert(out, "file: " .. tostring(input.file_path))
+  end
+  local function edit(e, n)
+    if n then
+      table.insert(out, string.format("edit %d%s:", n, e.replace_all == true and " (all occurrences)" or ""))
+    elseif e.replace_all == true then
+      table.insert(out, "(all occurrences)")
+    end
+    vim.list_extend(out, head(str(e.old_string) or "", "- ", PREVIEW_LINES))
+    vim.list_extend(out, head(str(e.new_string) or "", "+ ", PREVIEW_LINES))
+  end
+  if str(input.content) then
+    table.insert(out, "content:")
+    vim.list_extend(out, head(input.content, "  ", PREVIEW_LINES * 2))
+  elseif type(input.edits) == "table" then
+    for i, e in ipairs(input.edits) do
+      if type(e) == "table" then
+        edit(e, i)
+      end
+    end
+  elseif str(input.old_string) or str(input.new_string) then
+    edit(input)
+  end
+  if #out > PREVIEW_TOTAL then
+    local n = #out - PREVIEW_TOTAL
+    out = vim.list_slice(out, 1, PREVIEW_TOTAL)
+    table.insert(out, string.format("… %d more line%s", n, n == 1 and "" or "s"))
+  end
+  return out
+end
+
+local function body(d)
+  local out = {}
+  local input = type(d.input) == "table" and d.input or {}
+  if d.kind == "edit" then
+    if d.diff then
+      table.insert(out, "The diff review is open: accept or reject it there (edit the proposal first if you like), or answer here.")
+    else
+      vim.list_extend(out, edit_preview(input))
+    end
+  elseif d.kind == "bash" then
+    for i, l in ipairs(lines_of(input.command)) do
+      table.insert(out, (i == 1 and "$ " or "  ") .. l)
+    end
+  elseif d.kind == "plan" then
+    table.insert(out, "The plan is open in a buffer: add your comments there and :w sends them, or answer here.")
+  elseif d.kind == "question" then
+    for _, q in ipairs(d.questions or {}) do
+      table.insert(out, "? " .. tostring(q.question))
+      for _, o in ipairs(q.options or {}) do
+        local desc = o.description and o.description ~= vim.NIL and o.description ~= "" and (" — " .. o.description) or ""
+        table.insert(out, "  - " .. tostring(o.label) .. desc)
+      end
+    end
+  end
+  local desc = d.description
+  if desc and desc ~= vim.NIL and desc ~= "" and d.kind ~= "plan" then
+    for _, l in ipairs(lines_of(desc)) do
+      table.insert(out, l)
+    end
+  end
+  return out
+end
+
+--- Shows a permission prompt at the end of the transcript.
+function M.show(chat, d)
+  local lines = { "⚠ Permission: " .. tostring(d.summary or d.display_name or d.tool) }
+  vim.list_extend(lines, body(d))
+  table.insert(lines, help_line(d.kind))
+  for i, l in ipairs(lines) do
+    lines[i] = "┃ " .. l
+  end
+  local hls = {}
+  for i = 1, #lines do
+    hls[i] = "ClaudeChatPermission"
+  end
+  local row = render.append(chat, lines, "0", hls)
+  local p = {
+    d = d,
+    id = d.request_id,
+    start = render.mark(chat, row),
+    help = render.mark(chat, row + #lines - 1),
+  }
+  chat.perms[d.request_id] = p
+  table.insert(chat.pending, d.request_id)
+  if d.kind == "plan" then
+    vim.schedule(function()
+      M.open_plan(chat, p)
+    end)
+  end
+  return p
+end
+
+local function drop_pending(chat, rid)
+  for i, id in ipairs(chat.pending) do
+    if id == rid then
+      table.remove(chat.pending, i)
+      return
+    end
+  end
+end
+
+local DONE_TEXT = {
+  user = "",
+  diff = " in the diff review",
+  cli_cancelled = " (the CLI withdrew the request)",
+  plan_mode = " (plan mode is on)",
+}
+
+--- Marks a prompt as settled (permission_done) or, with d nil, cancelled.
+function M.done(chat, rid, d)
+  local p = chat.perms[rid]
+  if not p or p.settled then
+    return
+  end
+  p.settled = true
+  drop_pending(chat, rid)
+  local text
+  if d then
+    local how = d.behavior == "allow" and "✓ allowed" or "✗ denied"
+    if p.d.kind == "plan" then
+      how = d.behavior == "allow" and "✓ plan approved" or "✗ plan sent back"
+    end
+    text = how .. (DONE_TEXT[d.by] or (d.by and (" (" .. d.by .. ")") or ""))
+  else
+    text = "✗ not answered: the CLI is gone"
+  end
+  local row = render.mark_row(chat, p.help)
+  render.replace(chat, row, row + 1, { "┃ " .. text }, d and d.behavior == "allow" and "ClaudeChatOk" or "ClaudeChatError")
+  if p.plan_buf and api.nvim_buf_is_valid(p.plan_buf) then
+    local b = p.plan_buf
+    p.plan_buf = nil
+    vim.schedule(function()
+      if api.nvim_buf_is_valid(b) then
+        pcall(api.nvim_buf_delete, b, { force = true })
+      end
+    end)
+  end
+end
+
+-- target: the prompt under the cursor in the transcript, else the oldest
+-- one waiting.
+local function target(chat)
+  if #chat.pending == 0 then
+    return nil
+  end
+  if api.nvim_get_current_buf() == chat.tbuf then
+    local row = api.nvim_win_get_cursor(0)[1] - 1
+    for _, rid in ipairs(chat.pending) do
+      local p = chat.perms[rid]
+      local s, e = render.mark_row(chat, p.start), render.mark_row(chat, p.help)
+      if s and e and row >= s and row <= e then
+        return p
+      end
+    end
+  end
+  return chat.perms[chat.pending[1]]
+end
+
+--- Sends the answer for p. params: behavior, scope, message, answers, accept_plan_mode.
+function M.respond(chat, p, params)
+  params.id = chat.id
+  params.request_id = p.id
+  local res, err = require("claude.server").request("chat_permission", params)
+  if not res and err then
+    notify(err, vim.log.levels.ERROR)
+    return false
+  end
+  return true
+end
+
+local function deny_with_reason(chat, p, prompt)
+  vim.ui.input({ prompt = prompt or "Reason for Claude (empty: just deny): " }, function(reason)
+    if reason == nil then
+      return -- cancelled: the prompt stays open
+    end
+    reason = vim.trim(reason)
+    if reason == "" then
+      reason = "The user denied this."
+    end
+    M.respond(chat, p, { behavior = "deny", message = reason })
+  end)
+end
+
+-- ask_questions runs AskUserQuestion's questions through vim.ui.select one
+-- after the other (multi-select ones through vim.ui.input) and allows with
+-- the answers.
+local function ask_questions(chat, p)
+  local qs = p.d.questions or {}
+  local answers = {}
+  local function ask(i)
+    local q = qs[i]
+    if not q then
+      -- an empty Lua table encodes as [] (Go wants an object)
+      M.respond(chat, p, { behavior = "allow", answers = next(answers) and answers or vim.empty_dict() })
+      return
+    end
+    local labels = {}
+    for _, o in ipairs(q.options or {}) do
+      table.insert(labels, tostring(o.label))
+    end
+    local title = (q.header and q.header ~= vim.NIL and q.header ~= "") and (q.header .. ": " .. q.question) or q.question
+    if q.multi_select then
+      vim.ui.input({ prompt = title .. " (comma-separated: " .. table.concat(labels, ", ") .. "): " }, function(s)
+        if s == nil then
+          return
+        end
+        answers[q.question] = vim.trim(s)
+        ask(i + 1)
+      end)
+      return
+    end
+    vim.ui.select(q.options or {}, {
+      prompt = title,
+      format_item = function(o)
+        local desc = o.description and o.description ~= vim.NIL and o.description ~= "" and (" — " .. o.description) or ""
+        return tostring(o.label) .. desc
+      end,
+    }, function(choice)
+      if choice == nil then
+        return
+      end
+      answers[q.question] = choice.label
+      ask(i + 1)
+    end)
+  end
+  ask(1)
+end
+
+local function approve_plan(chat, p, mode)
+  local function send(m)
+    if m then
+      M.respond(chat, p, { behavior = "allow", accept_plan_mode = m })
+    end
+  end
+  if mode then
+    send(mode)
+    return
+  end
+  vim.ui.select({ "default", "acceptEdits" }, {
+    prompt = "Approve the plan and continue in mode",
+    format_item = function(m)
+      return m == "default" and "default (ask before edits)" or "acceptEdits (apply edits without asking)"
+    end,
+  }, send)
+end
+
+-- plan_comments is what the user changed in the plan buffer, as a diff the
+-- model can read, or nil when nothing changed.
+local function plan_comments(p)
+  if not (p.plan_buf and api.nvim_buf_is_valid(p.plan_buf)) then
+    return nil
+  end
+  local now = table.concat(api.nvim_buf_get_lines(p.plan_buf, 0, -1, false), "\n") .. "\n"
+  local was = tostring(p.d.plan or "")
+  if was:sub(-1) ~= "\n" then
+    was = was .. "\n"
+  end
+  if now == was then
+    return nil
+  end
+  local diff = vim.diff(was, now, { result_type = "unified", ctxlen = 2 })
+  return "The user commented on your plan (their edits as a diff of the plan). "
+    .. "Revise the plan accordingly and present it again with ExitPlanMode:\n\n"
+    .. diff
+end
+
+local function deny_plan(chat, p)
+  local comments = plan_comments(p)
+  if comments then
+    M.respond(chat, p, { behavior = "deny", message = comments })
+    return
+  end
+  deny_with_reason(chat, p, "What should change in the plan? ")
+end
+
+--- Answers the prompt under the cursor (or the oldest waiting one).
+--- choice: "allow", "session", "project" or "deny".
+function M.answer(chat, choice)
+  local p = target(chat)
+  if not p then
+    notify("nvim-claude: no permission request is waiting in this chat", vim.log.levels.WARN)
+    return
+  end
+  local kind = p.d.kind
+  if kind == "question" then
+    if choice == "deny" then
+      M.respond(chat, p, { behavior = "deny", message = "The user declined to answer." })
+    else
+      ask_questions(chat, p)
+    end
+    return
+  end
+  if kind == "plan" then
+    if choice == "deny" then
+      deny_plan(chat, p)
+    else
+      approve_plan(chat, p)
+    end
+    return
+  end
+  if choice == "deny" then
+    deny_with_reason(chat, p)
+  elseif choice == "session" or choice == "project" then
+    M.respond(chat, p, { behavior = "allow", scope = choice })
+  else
+    M.respond(chat, p, { behavior = "allow", scope = "once" })
+  end
+end
+
+-- The plan buffer -----------------------------------------------------------
+
+--- Opens (or shows again) the plan of a plan prompt in a markdown buffer
+--- above the transcript. :w sends the edits as comments (keep planning);
+--- ga approves, gA approves and switches to acceptEdits.
+function M.open_plan(chat, p)
+  if p.settled then
+    return
+  end
+  if not (p.plan_buf and api.nvim_buf_is_valid(p.plan_buf)) then
+    local buf = api.nvim_create_buf(false, true)
+    p.plan_buf = buf
+    api.nvim_buf_set_name(buf, string.format("claude-plan://%s/%s.md", chat.id, p.id))
+    api.nvim_buf_set_lines(buf, 0, -1, false, lines_of((tostring(p.d.plan or "")):gsub("\n$", "")))
+    vim.bo[buf].buftype = "acwrite"
+    vim.bo[buf].bufhidden = "hide"
+    vim.bo[buf].modified = false
+    vim.bo[buf].filetype = "markdown"
+    vim.b[buf].claude_plan = { chat = chat.id, request_id = p.id }
+    api.nvim_create_autocmd("BufWriteCmd", {
+      group = require("claude.chat").augroup(),
+      buffer = buf,
+      desc = "nvim-claude: send the plan comments to Claude",
+      callback = function()
+        local comments = plan_comments(p)
+        if not comments then
+          notify("nvim-claude: the plan is unchanged; approve it with ga (or gA for acceptEdits)", vim.log.levels.WARN)
+          return
+        end
+        vim.bo[buf].modified = false
+        M.respond(chat, p, { behavior = "deny", message = comments })
+      end,
+    })
+    local function approve(mode)
+      return function()
+        approve_plan(chat, p, mode)
+      end
+    end
+    vim.keymap.set("n", "ga", approve("default"), { buffer = buf, desc = "nvim-claude: approve the plan" })
+    vim.keymap.set("n", "gA", approve("acceptEdits"), {
+      buffer = buf,
+      desc = "nvim-claude: approve the plan and accept edits",
+    })
+  end
+  if #vim.fn.win_findbuf(p.plan_buf) > 0 then
+    return
+  end
+  local tw
+  for _, w in ipairs(api.nvim_tabpage_list_wins(0)) do
+    if api.nvim_win_get_buf(w) == chat.tbuf then
+      tw = w
+      break
+    end
+  end
+  if not tw then
+    return -- the chat is hidden; the key on the prompt shows the plan later
+  end
+  local cur = api.nvim_get_current_win()
+  api.nvim_win_call(tw, function()
+    vim.cmd("aboveleft split")
+    api.nvim_win_set_buf(0, p.plan_buf)
+  end)
+  if api.nvim_win_is_valid(cur) then
+    api.nvim_set_current_win(cur)
+  end
+end
+
+--- The request ids waiting for an answer (for tests and the header).
+function M.pending(chat)
+  return vim.deepcopy(chat.pending)
+end
+
+return M

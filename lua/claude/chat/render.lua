@@ -1,0 +1,352 @@
+-- The chat transcript buffer: what the chat's events look like as text.
+--
+-- Every write goes through put(), which keeps a fold level per line beside
+-- the buffer's lines (chat.levels). 'foldexpr' only reads that list: Neovim
+-- evaluates it while nvim_buf_set_lines runs, so the levels must be right
+-- before the lines exist — extmarks placed afterwards would come too late.
+-- Thinking, tool calls and tool results are one closed fold each: their
+-- first line is the one-line summary, the rest expands with the fold.
+local api = vim.api
+
+local M = {}
+
+M.ns = api.nvim_create_namespace("claude-chat")
+
+-- chats by transcript buffer, for foldexpr (which runs in the window's
+-- buffer and knows nothing else).
+local by_buf = {}
+
+function M.attach(chat)
+  by_buf[chat.tbuf] = chat
+  chat.levels = chat.levels or { "0" }
+  chat.r = chat.r or { cur = nil, in_turn = false }
+end
+
+function M.detach(buf)
+  by_buf[buf] = nil
+end
+
+--- 'foldexpr' of transcript windows.
+function M.foldexpr(lnum)
+  local chat = by_buf[api.nvim_get_current_buf()]
+  if not chat then
+    return "0"
+  end
+  return chat.levels[lnum] or "0"
+end
+
+--- 'foldtext' of transcript windows: the summary line and the size.
+function M.foldtext()
+  local first = vim.fn.getline(vim.v.foldstart)
+  local n = vim.v.foldend - vim.v.foldstart
+  if n <= 0 then
+    return first
+  end
+  return string.format("%s  [+%d line%s]", first, n, n == 1 and "" or "s")
+end
+
+-- Low level -----------------------------------------------------------------
+
+local function line_count(chat)
+  return api.nvim_buf_line_count(chat.tbuf)
+end
+
+-- empty: the buffer is the one empty line a new buffer has.
+local function empty(chat)
+  return line_count(chat) == 1 and api.nvim_buf_get_lines(chat.tbuf, 0, 1, false)[1] == ""
+end
+
+-- windows showing the transcript whose view follows the end: not the
+-- current one unless its cursor is already on the last line (the user
+-- reading back must not be yanked down).
+local function followers(chat)
+  local out = {}
+  local last = line_count(chat)
+  local cur = api.nvim_get_current_win()
+  for _, w in ipairs(vim.fn.win_findbuf(chat.tbuf)) do
+    if w ~= cur or api.nvim_win_get_cursor(w)[1] >= last then
+      table.insert(out, w)
+    end
+  end
+  return out
+end
+
+-- put replaces rows [s, e) (0-based, end exclusive) with lines whose fold
+-- levels are levels (a list, or one value for all) and highlights hls (a
+-- group per line, or one group, or nil).
+local function put(chat, s, e, lines, levels, hls)
+  local buf = chat.tbuf
+  if not api.nvim_buf_is_valid(buf) then
+    return
+  end
+  local follow = followers(chat)
+  local lv = {}
+  for i = 1, #lines do
+    lv[i] = type(levels) == "table" and (levels[i] or "0") or (levels or "0")
+  end
+  -- the levels first (see the header comment)
+  local old = chat.levels
+  local new = {}
+  for i = 1, s do
+    new[i] = old[i]
+  end
+  for _, v in ipairs(lv) do
+    table.insert(new, v)
+  end
+  for i = e + 1, #old do
+    table.insert(new, old[i])
+  end
+  chat.levels = new
+  vim.bo[buf].modifiable = true
+  api.nvim_buf_set_lines(buf, s, e, false, lines)
+  vim.bo[buf].modifiable = false
+  vim.bo[buf].modified = false
+  if hls then
+    for i = 1, #lines do
+      local g
+      if type(hls) == "table" then
+        g = hls[i]
+      else
+        g = hls
+      end
+      if g then
+        api.nvim_buf_add_highlight(buf, M.ns, g, s + i - 1, 0, -1)
+      end
+    end
+  end
+  local last = line_count(chat)
+  for _, w in ipairs(follow) do
+    pcall(api.nvim_win_set_cursor, w, { last, 0 })
+  end
+end
+
+--- Appends lines at the end; returns the 0-based row of the first one.
+function M.append(chat, lines, levels, hls)
+  chat.r.cur = nil
+  if empty(chat) then
+    put(chat, 0, 1, lines, levels, hls)
+    return 0
+  end
+  local row = line_count(chat)
+  put(chat, row, row, lines, levels, hls)
+  return row
+end
+
+--- Replaces rows [s, e) with lines (level "0").
+function M.replace(chat, s, e, lines, hls)
+  put(chat, s, e, lines, "0", hls)
+end
+
+-- A mark that follows its line as the buffer changes.
+function M.mark(chat, row)
+  return api.nvim_buf_set_extmark(chat.tbuf, M.ns, row, 0, {})
+end
+
+function M.mark_row(chat, id)
+  local pos = api.nvim_buf_get_extmark_by_id(chat.tbuf, M.ns, id, {})
+  return pos[1]
+end
+
+local function split(text)
+  return vim.split(text or "", "\n", { plain = true })
+end
+
+local function indent(lines, prefix)
+  local out = {}
+  for i, l in ipairs(lines) do
+    out[i] = prefix .. l
+  end
+  return out
+end
+
+-- turn_header starts the assistant's part of a turn once.
+local function turn_header(chat)
+  if chat.r.in_turn then
+    return
+  end
+  chat.r.in_turn = true
+  M.append(chat, { "## Claude" }, "0", "ClaudeChatAssistant")
+end
+
+-- Streaming -----------------------------------------------------------------
+
+-- stream appends delta to the block key (a text or thinking block). The
+-- block continues while it is the last thing in the buffer; anything
+-- appended in between makes a later delta start a new block.
+local function stream(chat, kind, key, delta)
+  if delta == nil or delta == "" then
+    return
+  end
+  turn_header(chat)
+  if chat.r.cur ~= key then
+    if kind == "thinking" then
+      M.append(chat, { "▸ Thinking" }, ">1", "ClaudeChatThinking")
+    else
+      M.append(chat, { "" }, "0")
+    end
+    chat.r.cur = key
+    chat.r.fresh = kind == "thinking"
+  end
+  local parts = split(delta)
+  local last = line_count(chat)
+  local tail = api.nvim_buf_get_lines(chat.tbuf, last - 1, last, false)[1]
+  local level = kind == "thinking" and "1" or "0"
+  local hl = kind == "thinking" and "ClaudeChatThinking" or nil
+  local lines = { tail .. parts[1] }
+  local levels = { chat.levels[last] or level }
+  if chat.r.fresh then
+    -- the header keeps its line; the thinking itself goes below it
+    lines = { tail, parts[1] }
+    levels = { ">1", "1" }
+  end
+  for i = 2, #parts do
+    table.insert(lines, parts[i])
+    table.insert(levels, level)
+  end
+  put(chat, last - 1, last, lines, levels, hl)
+  chat.r.fresh = false
+end
+
+function M.text(chat, d)
+  stream(chat, "text", "t:" .. tostring(d.message_id) .. ":" .. tostring(d.index), d.delta)
+end
+
+function M.thinking(chat, d)
+  stream(chat, "thinking", "k:" .. tostring(d.message_id) .. ":" .. tostring(d.index), d.delta)
+end
+
+-- Blocks --------------------------------------------------------------------
+
+-- input_lines shows a tool's input as "key: value" lines, the way a person
+-- reads it (multi-line values indented below their key).
+local function input_lines(input)
+  if type(input) ~= "table" then
+    return input ~= nil and split(tostring(input)) or {}
+  end
+  local keys = vim.tbl_keys(input)
+  table.sort(keys)
+  local out = {}
+  for _, k in ipairs(keys) do
+    local v = input[k]
+    if type(v) == "table" then
+      v = vim.json.encode(v)
+    elseif v == vim.NIL then
+      v = "null"
+    end
+    local parts = split(tostring(v))
+    if #parts == 1 then
+      table.insert(out, string.format("%s: %s", k, parts[1]))
+    else
+      table.insert(out, k .. ":")
+      vim.list_extend(out, indent(parts, "    "))
+    end
+  end
+  return out
+end
+
+--- A block of lines whose first line is a summary and the rest is folded.
+local function folded(chat, head, body, hl)
+  local lines = { head }
+  local levels = { ">1" }
+  for _, l in ipairs(body) do
+    table.insert(lines, l)
+    table.insert(levels, "1")
+  end
+  return M.append(chat, lines, levels, { hl })
+end
+
+function M.user(chat, d)
+  chat.r.in_turn = false
+  local lines = { "## You" }
+  local hls = { "ClaudeChatUser" }
+  vim.list_extend(lines, split(d.text))
+  local labels = {}
+  for _, a in ipairs(d.attachments or {}) do
+    table.insert(labels, a.label or a.type)
+  end
+  if #labels > 0 then
+    table.insert(lines, "> attached: " .. table.concat(labels, ", "))
+    hls[#lines] = "ClaudeChatMeta"
+  end
+  local sep = not empty(chat)
+  if sep then
+    table.insert(lines, 1, "")
+    table.insert(hls, 1, false)
+  end
+  local row = M.append(chat, lines, "0", hls) + (sep and 1 or 0)
+  if d.uuid and d.uuid ~= vim.NIL then
+    table.insert(chat.users, { mark = M.mark(chat, row), uuid = d.uuid, text = d.text })
+  end
+end
+
+--- An earlier message of a resumed or forked session (chat_history).
+function M.history(chat, msg)
+  if msg.role == "user" then
+    M.user(chat, { uuid = msg.uuid, text = msg.text })
+    return
+  end
+  turn_header(chat)
+  if msg.text and msg.text ~= "" then
+    M.append(chat, split(msg.text), "0")
+  end
+  for _, t in ipairs(msg.tools or {}) do
+    M.append(chat, { "● " .. tostring(t) }, "0", "ClaudeChatTool")
+  end
+end
+
+function M.tool_use(chat, d)
+  turn_header(chat)
+  local row = folded(chat, "● " .. (d.summary or d.name or "tool"), indent(input_lines(d.input), "    "), "ClaudeChatTool")
+  chat.tools[d.tool_use_id or ""] = row
+end
+
+function M.tool_result(chat, d)
+  local head = (d.is_error and "  ⎿ ✗ " or "  ⎿ ") .. (d.summary or "result")
+  local body = d.text and d.text ~= "" and indent(split(d.text), "    ") or {}
+  folded(chat, head, body, d.is_error and "ClaudeChatError" or "ClaudeChatMeta")
+end
+
+function M.system(chat, d)
+  local icon = ({ warn = "⚠ ", error = "✗ " })[d.level] or "ℹ "
+  local hl = ({ warn = "ClaudeChatWarn", error = "ClaudeChatError" })[d.level] or "ClaudeChatMeta"
+  local lines = split(d.text)
+  lines[1] = icon .. lines[1]
+  M.append(chat, indent(lines, "> "), "0", hl)
+end
+
+function M.turn_done(chat, d)
+  chat.r.in_turn = false
+  if d.is_error then
+    local why = d.terminal_reason and d.terminal_reason ~= vim.NIL and d.terminal_reason or d.subtype or "error"
+    local text = "> ✗ turn ended: " .. tostring(why)
+    if type(d.result) == "string" and d.result ~= "" then
+      text = text .. ": " .. split(d.result)[1]
+    end
+    M.append(chat, { text }, "0", "ClaudeChatError")
+    return
+  end
+  local parts = {}
+  if type(d.duration_ms) == "number" then
+    table.insert(parts, string.format("%.1f s", d.duration_ms / 1000))
+  end
+  if type(d.cost_usd) == "number" then
+    table.insert(parts, string.format("$%.4f", d.cost_usd))
+  end
+  M.append(chat, { "─ done" .. (#parts > 0 and (" · " .. table.concat(parts, " · ")) or "") }, "0", "ClaudeChatMeta")
+end
+
+function M.exited(chat, d, resume_key)
+  chat.r.in_turn = false
+  local lines = { string.format("> ✗ The Claude CLI exited (code %s).", tostring(d.code)) }
+  for _, l in ipairs(split(d.stderr or "")) do
+    if l ~= "" then
+      table.insert(lines, ">   " .. l)
+    end
+  end
+  if chat.session_id and resume_key then
+    table.insert(lines, string.format("> Press %s here to resume the session.", resume_key))
+  end
+  M.append(chat, lines, "0", "ClaudeChatError")
+end
+
+return M

@@ -1,0 +1,281 @@
+-- Past sessions (resume, fork), rewinding files to before a message, and
+-- forking the conversation from a message.
+local render = require("claude.chat.render")
+
+local api = vim.api
+
+local M = {}
+
+local function notify(msg, level)
+  vim.notify(msg, level or vim.log.levels.INFO, { title = "nvim-claude" })
+end
+
+local function request(name, params)
+  local res, err = require("claude.server").request(name, params)
+  if not res then
+    notify(err or ("nvim-claude: " .. name .. ": no answer from the host"), vim.log.levels.ERROR)
+  end
+  return res
+end
+
+local function one_line(s, max)
+  s = tostring(s or ""):gsub("%s+", " ")
+  s = vim.trim(s)
+  if #s > max then
+    s = s:sub(1, max - 1) .. "…"
+  end
+  return s
+end
+
+--- One line per session for the picker.
+function M.format(s)
+  local when = type(s.modified) == "number" and os.date("%Y-%m-%d %H:%M", s.modified) or "?"
+  local title = s.title and s.title ~= vim.NIL and s.title ~= "" and s.title or one_line(s.first_prompt, 40)
+  local parts = { when, one_line(title, 50) }
+  if s.first_prompt and s.first_prompt ~= vim.NIL and s.first_prompt ~= "" and s.first_prompt ~= title then
+    table.insert(parts, "“" .. one_line(s.first_prompt, 60) .. "”")
+  end
+  if type(s.messages) == "number" then
+    table.insert(parts, s.messages .. " messages")
+  end
+  return table.concat(parts, " · ")
+end
+
+--- :ClaudeChatSessions: pick a past session of cwd, then resume or fork it.
+function M.pick(cwd)
+  -- the transcripts are where the chat's CLI writes them: its
+  -- CLAUDE_CONFIG_DIR (chat.env, then env, then Neovim's), else ~/.claude
+  local config = require("claude.config")
+  local dir = config.options.chat.env.CLAUDE_CONFIG_DIR
+  if dir == nil or dir == "" then
+    dir = config.claude_config_dir()
+  end
+  local res = request("chat_sessions", { cwd = cwd, config_dir = vim.fn.expand(dir) })
+  if not res then
+    return
+  end
+  local list = res.sessions or {}
+  if #list == 0 then
+    notify("nvim-claude: no Claude sessions for " .. cwd)
+    return
+  end
+  vim.ui.select(list, { prompt = "Claude sessions", format_item = M.format }, function(s)
+    if not s then
+      return
+    end
+    vim.ui.select({ "resume", "fork" }, {
+      prompt = "Session " .. one_line(s.title ~= vim.NIL and s.title or s.first_prompt, 40),
+      format_item = function(a)
+        return a == "resume" and "Resume (continue this session)" or "Fork (a new session with this history)"
+      end,
+    }, function(action)
+      if action then
+        require("claude.chat").open({ new = true, cwd = cwd, resume = s.session_id, fork = action == "fork" })
+      end
+    end)
+  end)
+end
+
+--- Renders the earlier messages of a resumed or forked chat.
+function M.load_history(chat)
+  local res = request("chat_history", { id = chat.id })
+  if not res then
+    return
+  end
+  local msgs = res.messages or {}
+  if #msgs == 0 then
+    return
+  end
+  for _, m in ipairs(msgs) do
+    render.history(chat, m)
+  end
+  render.append(chat, { "", "─ earlier messages above ─" }, "0", { false, "ClaudeChatMeta" })
+  chat.r.in_turn = false
+end
+
+-- message_at: the user message at or above the cursor of the transcript.
+local function message_at(chat)
+  local row = api.nvim_win_get_cursor(0)[1] - 1
+  local best, best_row
+  for _, u in ipairs(chat.users) do
+    local r = render.mark_row(chat, u.mark)
+    if r and r <= row and (not best_row or r > best_row) then
+      best, best_row = u, r
+    end
+  end
+  return best
+end
+
+-- split_contents: file contents as buffer lines plus whether the file ends
+-- in a newline.
+local function split_contents(s)
+  local eol = s:sub(-1) == "\n"
+  if eol then
+    s = s:sub(1, -2)
+  end
+  return vim.split(s, "\n", { plain = true }), eol
+end
+
+-- the loaded buffer of path, if any.
+local function loaded_buf(path)
+  local b = vim.fn.bufnr(vim.fn.fnamemodify(path, ":p"))
+  if b > 0 and api.nvim_buf_is_loaded(b) then
+    return b
+  end
+end
+
+-- reload brings path's unmodified buffer up to date with the file (a
+-- local 'autoread' for one :checktime: no W11 prompt).
+local function reload(buf)
+  vim.bo[buf].autoread = true
+  pcall(vim.cmd, "silent checktime " .. buf)
+  pcall(api.nvim_buf_call, buf, function()
+    vim.cmd("setlocal autoread<")
+  end)
+end
+
+-- restore puts contents into path's buffer (one undo step) and writes it;
+-- contents nil means the file did not exist: the buffer is emptied (undo
+-- brings the text back) and the file removed. The caller has made sure
+-- the buffer holds no unsaved edits of the user (or that they agreed).
+local function restore(path, contents)
+  local buf = vim.fn.bufadd(path)
+  vim.fn.bufload(buf)
+  if contents == nil or contents == vim.NIL then
+    api.nvim_buf_set_lines(buf, 0, -1, false, {})
+    os.remove(path)
+    vim.bo[buf].modified = false
+    return "removed"
+  end
+  local lines, eol = split_contents(contents)
+  if vim.bo[buf].fileformat == "dos" then
+    for i, l in ipairs(lines) do
+      lines[i] = l:gsub("\r$", "")
+    end
+  end
+  api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].eol = eol
+  vim.bo[buf].fixeol = eol
+  local ok, err = pcall(api.nvim_buf_call, buf, function()
+    vim.cmd("silent noautocmd keepalt write!")
+  end)
+  if not ok then
+    return "not written: " .. tostring(err)
+  end
+  return "restored"
+end
+
+-- rewind_file restores one chat_rewind entry and calls done(how) (how nil:
+-- nothing to say). A buffer with unsaved edits is never overwritten
+-- silently: the user chooses (vim.ui.select) to overwrite or skip it.
+local function rewind_file(f, done)
+  if f.error ~= nil and f.error ~= vim.NIL then
+    done("skipped: " .. tostring(f.error))
+    return
+  end
+  if not f.changed then
+    done(nil)
+    return
+  end
+  local buf = loaded_buf(f.path)
+  if f.restored_by_host == true then
+    -- Go wrote the file itself (not UTF-8 text): only the buffer follows
+    if not buf then
+      done("restored by the host")
+    elseif vim.bo[buf].modified then
+      done("restored by the host on disk; your buffer has unsaved changes and was not reloaded")
+    else
+      reload(buf)
+      done("restored by the host (buffer reloaded)")
+    end
+    return
+  end
+  if buf and vim.bo[buf].modified then
+    local name = vim.fn.fnamemodify(f.path, ":~:.")
+    vim.ui.select({ "skip", "overwrite" }, {
+      prompt = "Rewind: " .. name .. " has unsaved changes",
+      format_item = function(a)
+        return a == "skip" and "Skip it (keep my unsaved changes)" or "Overwrite my unsaved changes (u undoes it)"
+      end,
+    }, function(choice)
+      if choice == "overwrite" then
+        done(restore(f.path, f.contents))
+      else
+        done("skipped: the buffer has unsaved changes")
+      end
+    end)
+    return
+  end
+  done(restore(f.path, f.contents))
+end
+
+--- Rewinds the files the chat changed after the message under the cursor
+--- to what they held before it. on_done (optional) gets the report lines.
+function M.rewind(chat, on_done)
+  local u = message_at(chat)
+  if not u then
+    notify("nvim-claude: put the cursor on one of your messages to rewind to before it", vim.log.levels.WARN)
+    return
+  end
+  local res = request("chat_rewind", { id = chat.id, uuid = u.uuid })
+  if not res then
+    return
+  end
+  local files = res.files or {}
+  local report, trouble = {}, false
+  local function step(i)
+    local f = files[i]
+    if not f then
+      if #report == 0 then
+        notify("nvim-claude: no file changed after that message")
+      else
+        notify(
+          "nvim-claude: rewound (u in a buffer undoes it): " .. table.concat(report, ", "),
+          trouble and vim.log.levels.WARN or vim.log.levels.INFO
+        )
+      end
+      if on_done then
+        on_done(report)
+      end
+      return
+    end
+    local called = false
+    local ok, err = pcall(rewind_file, f, function(how)
+      called = true
+      if how then
+        table.insert(report, vim.fn.fnamemodify(tostring(f.path), ":~:.") .. " " .. how)
+        trouble = trouble or how:find("^restored") == nil and how ~= "removed"
+      end
+      step(i + 1)
+    end)
+    if not ok and called then
+      error(err, 0) -- from a later file: already reported there
+    elseif not ok then
+      table.insert(report, vim.fn.fnamemodify(tostring(f.path), ":~:.") .. " failed: " .. tostring(err))
+      trouble = true
+      step(i + 1)
+    end
+  end
+  step(1)
+end
+
+--- Forks the conversation from the message under the cursor: a new chat
+--- whose history stops before it, with that prompt ready to edit.
+function M.fork(chat)
+  local u = message_at(chat)
+  local main = require("claude.chat")
+  local res, err = main._open_request("chat_fork", { id = chat.id, uuid = u and u.uuid or nil })
+  if not res then
+    notify(err or "nvim-claude: chat_fork: no answer from the host", vim.log.levels.ERROR)
+    return
+  end
+  local new = main._adopt(res)
+  M.load_history(new)
+  main.show(new, true)
+  if res.prefill and res.prefill ~= vim.NIL then
+    require("claude.chat.prompt").set_text(new, res.prefill)
+  end
+  return new
+end
+
+return M
