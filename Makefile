@@ -19,7 +19,7 @@ GO_SOURCES := $(shell find cmd mcp nvimbridge plugin -name '*.go' -o -name '*.lu
 
 # Packages whose tests start Neovim: run once per Neovim line. The rest run once.
 NVIM_PKGS := ./nvimbridge/... ./plugin/... ./cmd/... ./internal/e2e/... ./internal/soak/...
-PURE_PKGS := ./mcp/... ./internal/fakeapi/... ./internal/clienv/... ./internal/bench/...
+PURE_PKGS := ./mcp/... ./chat/... ./internal/fakeapi/... ./internal/clienv/... ./internal/bench/...
 
 .PHONY: all build run test test-deps vet bench soak fuzz clean
 
@@ -48,7 +48,7 @@ test-deps:
 
 vet:
 	$(GO) vet ./...
-	@out=$$(gofmt -l cmd mcp nvimbridge plugin internal); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
+	@out=$$(gofmt -l cmd mcp nvimbridge plugin internal chat); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
 
 test: test-deps vet build
 	CLAUDE_BIN=$$(scripts/install-claude $(CLAUDE_VERSION)) $(GO) test -race -count=1 $(PURE_PKGS)
