@@ -1163,4 +1163,8 @@ function M.detach()
   end
 end
 
+--- buffer_contents(buf): what writing buf would put in the file (the
+--- chat's inline accept reads a proposal the same way).
+M.buffer_contents = buffer_contents
+
 return M
