@@ -4,14 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 	"github.com/nvim-claude/nvim-claude/nvimbridge/nvimtest"
@@ -79,47 +77,21 @@ require("claude.terminal").open(1, {}, false)`
 
 // diffCLI is a stand-in for one connected CLI.
 type diffCLI struct {
-	ws     *websocket.Conn
-	frames chan string
-	pings  int
+	*testCLI
+	pings int
 }
 
 // connect opens a connection and does the CLI's handshake with pid.
 func (h *diffHarness) connect(t *testing.T, pid int) *diffCLI {
 	t.Helper()
-	hdr := http.Header{}
-	hdr.Set("X-Claude-Code-Ide-Authorization", h.token)
-	d := websocket.Dialer{Subprotocols: []string{"mcp"}, HandshakeTimeout: 5 * nvimtest.Slack * time.Second}
-	ws, _, err := d.Dial(fmt.Sprintf("ws://127.0.0.1:%d/", h.port), hdr)
-	if err != nil {
-		t.Fatalf("dial: %v", err)
-	}
-	c := &diffCLI{ws: ws, frames: make(chan string, 64)}
-	go func() { // ends when the connection closes
-		defer close(c.frames)
-		for {
-			_, b, err := ws.ReadMessage()
-			if err != nil {
-				return
-			}
-			c.frames <- string(b)
-		}
-	}()
-	t.Cleanup(func() { _ = ws.Close() })
-	c.send(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"claude-code","version":"2.1.330"}}}`)
+	c := &diffCLI{testCLI: dialCLI(t, h.port, h.token, 64)}
+	c.send(t, cliInitialize)
 	if f := c.next(t); !strings.Contains(f, `"id":0,"result"`) {
 		t.Fatalf("initialize: %s", f)
 	}
-	c.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	c.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","method":"ide_connected","params":{"pid":%d}}`, pid))
+	c.send(t, cliInitialized)
+	c.send(t, cliIDEConnected(pid))
 	return c
-}
-
-func (c *diffCLI) send(t *testing.T, frame string) {
-	t.Helper()
-	if err := c.ws.WriteMessage(websocket.TextMessage, []byte(frame)); err != nil {
-		t.Fatalf("send: %v", err)
-	}
 }
 
 // next is the next response frame; notifications (other features push

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 	"github.com/nvim-claude/nvim-claude/nvimbridge/nvimtest"
@@ -24,12 +22,11 @@ import (
 // socket, and one connection that talks like the CLI.
 type ctxHarness struct {
 	*nvimtest.Nvim
-	app    *App
-	dir    string // the workspace (Neovim's cwd), symlinks resolved
-	out    string // a directory outside the workspace
-	ws     *websocket.Conn
-	frames chan string
-	pings  int
+	app *App
+	dir string // the workspace (Neovim's cwd), symlinks resolved
+	out string // a directory outside the workspace
+	*testCLI
+	pings int
 }
 
 func startCtxHarness(t testing.TB, files map[string]string) *ctxHarness {
@@ -70,7 +67,7 @@ require("claude").setup({})`
 	if err := app.Start(context.Background(), startParams{PID: pid, Cwd: dir, ConfigDir: t.TempDir()}); err != nil {
 		t.Fatal(err)
 	}
-	h := &ctxHarness{Nvim: n, app: app, dir: dir, out: out, frames: make(chan string, 256)}
+	h := &ctxHarness{Nvim: n, app: app, dir: dir, out: out}
 	// What server.lua does after "start": claude.diagnostics feeds the host.
 	n.Exec(t, `require("claude.server").state().chan = ... require("claude.diagnostics").attach()`, n.ChannelID())
 	t.Cleanup(func() { _ = n.TryEval(`require("claude.diagnostics").detach()`, nil) })
@@ -82,39 +79,14 @@ require("claude").setup({})`
 func (h *ctxHarness) connect(t testing.TB) {
 	t.Helper()
 	srv := h.app.server()
-	hdr := http.Header{}
-	hdr.Set(mcp.AuthHeader, srv.Token())
-	d := websocket.Dialer{Subprotocols: []string{"mcp"}, HandshakeTimeout: 5 * nvimtest.Slack * time.Second}
-	ws, _, err := d.Dial(fmt.Sprintf("ws://127.0.0.1:%d/", srv.Port()), hdr)
-	if err != nil {
-		t.Fatalf("dial: %v", err)
-	}
-	h.ws = ws
-	go func() { // ends when the connection closes
-		defer close(h.frames)
-		for {
-			_, b, err := ws.ReadMessage()
-			if err != nil {
-				return
-			}
-			h.frames <- string(b)
-		}
-	}()
-	t.Cleanup(func() { _ = ws.Close() })
-	h.send(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"claude-code","version":"2.1.330"}}}`)
+	h.testCLI = dialCLI(t, srv.Port(), srv.Token(), 256)
+	h.send(t, cliInitialize)
 	if f := h.next(t); !strings.Contains(f, `"id":0,"result"`) {
 		t.Fatalf("initialize: %s", f)
 	}
-	h.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	h.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","method":"ide_connected","params":{"pid":%d}}`, os.Getpid()))
+	h.send(t, cliInitialized)
+	h.send(t, cliIDEConnected(os.Getpid()))
 	h.quiet(t)
-}
-
-func (h *ctxHarness) send(t testing.TB, frame string) {
-	t.Helper()
-	if err := h.ws.WriteMessage(websocket.TextMessage, []byte(frame)); err != nil {
-		t.Fatalf("send: %v", err)
-	}
 }
 
 // next is the next frame, response or notification.

@@ -132,7 +132,7 @@ func (h *relHarness) connect(tb testing.TB, port int) {
 		tb.Fatalf("initialize: %+v", r)
 	}
 	h.send(tb, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	h.send(tb, fmt.Sprintf(`{"jsonrpc":"2.0","method":"ide_connected","params":{"pid":%d}}`, os.Getpid()))
+	h.send(tb, cliIDEConnected(os.Getpid()))
 }
 
 func (h *relHarness) send(tb testing.TB, frame string) {

@@ -5,14 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 	"github.com/nvim-claude/nvim-claude/nvimbridge/nvimtest"
@@ -133,49 +131,19 @@ func (h *selHarness) keys(t *testing.T, keys string) {
 
 // selCLI is a stand-in for one connected CLI.
 type selCLI struct {
-	ws     *websocket.Conn
-	frames chan string
+	*testCLI
 	nextID int
 }
 
 // connect opens a connection and does the CLI's handshake with pid.
 func (h *selHarness) connect(t *testing.T, pid int) *selCLI {
 	t.Helper()
-	hdr := http.Header{}
-	hdr.Set(mcp.AuthHeader, h.token)
-	d := websocket.Dialer{Subprotocols: []string{"mcp"}, HandshakeTimeout: 5 * nvimtest.Slack * time.Second}
-	ws, resp, err := d.Dial(fmt.Sprintf("ws://127.0.0.1:%d/", h.port), hdr)
-	if err != nil {
-		code := 0
-		if resp != nil {
-			code = resp.StatusCode
-		}
-		t.Fatalf("dial: %v (HTTP %d)", err, code)
-	}
-	c := &selCLI{ws: ws, frames: make(chan string, 1024), nextID: 100}
-	go func() {
-		defer close(c.frames)
-		for {
-			_, b, err := ws.ReadMessage()
-			if err != nil {
-				return
-			}
-			c.frames <- string(b)
-		}
-	}()
-	t.Cleanup(func() { _ = ws.Close() })
-	c.send(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"claude-code","version":"2.1.330"}}}`)
+	c := &selCLI{testCLI: dialCLI(t, h.port, h.token, 1024), nextID: 100}
+	c.send(t, cliInitialize)
 	c.response(t, "0")
-	c.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	c.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","method":"ide_connected","params":{"pid":%d}}`, pid))
+	c.send(t, cliInitialized)
+	c.send(t, cliIDEConnected(pid))
 	return c
-}
-
-func (c *selCLI) send(t *testing.T, msg string) {
-	t.Helper()
-	if err := c.ws.WriteMessage(websocket.TextMessage, []byte(msg)); err != nil {
-		t.Fatalf("send: %v", err)
-	}
 }
 
 // next returns the next frame the server sent.
