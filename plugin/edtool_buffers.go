@@ -18,18 +18,10 @@ func (e *edtools) treesitterTool() mcp.Tool {
 		Description: "The syntax node at a position (Neovim's tree-sitter): its type and text, its ancestors, and the enclosing function/class/… with name and line range.",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{` + schemaFile + `,` + schemaLine + `,` + schemaCol + `},"required":["file","line"],"additionalProperties":false}`),
 		Handler: func(ctx context.Context, req *mcp.ToolRequest) (*mcp.ToolResult, error) {
-			var a posArgs
-			if err := decodeArgs(req.Arguments, &a); err != nil {
-				return nil, err
-			}
-			if a.File == "" || a.Line < 1 || a.Col < 0 {
-				return nil, errors.New("invalid arguments: file and line (1-based) are required; col is 1-based")
-			}
-			ed, err := e.ed()
+			a, ed, file, err := e.fileAt(req, true)
 			if err != nil {
 				return nil, err
 			}
-			file := e.abs(a.File)
 			ctx, cancel := context.WithTimeout(ctx, edtoolTimeout)
 			defer cancel()
 			n, err := ed.TreesitterNode(ctx, file, e.rel(file), a.Line, a.Col)
@@ -131,18 +123,10 @@ func (e *edtools) openFileAtTool() mcp.Tool {
 		Description: "Show a file to the user in Neovim with the cursor at a line (the user's focus stays where it is). Use it to point the user at code.",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{` + schemaFile + `,` + schemaLine + `,` + schemaCol + `},"required":["file"],"additionalProperties":false}`),
 		Handler: func(ctx context.Context, req *mcp.ToolRequest) (*mcp.ToolResult, error) {
-			var a posArgs
-			if err := decodeArgs(req.Arguments, &a); err != nil {
-				return nil, err
-			}
-			if a.File == "" || a.Line < 0 || a.Col < 0 {
-				return nil, errors.New("invalid arguments: file is required; line and col are 1-based")
-			}
-			ed, err := e.ed()
+			a, ed, file, err := e.fileAt(req, false)
 			if err != nil {
 				return nil, err
 			}
-			file := e.abs(a.File)
 			ctx, cancel := context.WithTimeout(ctx, edtoolTimeout)
 			defer cancel()
 			o, err := ed.OpenFileAt(ctx, file, e.rel(file), a.Line, a.Col)
@@ -155,4 +139,24 @@ func (e *edtools) openFileAtTool() mcp.Tool {
 			return mcp.TextResult(fmt.Sprintf("showing %s:%d:%d to the user (%d lines): %s", e.rel(o.Path), o.Line, o.Col, o.Lines, o.Text)), nil
 		},
 	}
+}
+
+// fileAt decodes a {file, line, col} call (line required when needLine)
+// and returns its arguments, the editor and the file made absolute.
+func (e *edtools) fileAt(req *mcp.ToolRequest, needLine bool) (posArgs, edtoolsEditor, string, error) {
+	var a posArgs
+	if err := decodeArgs(req.Arguments, &a); err != nil {
+		return a, nil, "", err
+	}
+	switch {
+	case needLine && (a.File == "" || a.Line < 1 || a.Col < 0):
+		return a, nil, "", errors.New("invalid arguments: file and line (1-based) are required; col is 1-based")
+	case !needLine && (a.File == "" || a.Line < 0 || a.Col < 0):
+		return a, nil, "", errors.New("invalid arguments: file is required; line and col are 1-based")
+	}
+	ed, err := e.ed()
+	if err != nil {
+		return a, nil, "", err
+	}
+	return a, ed, e.abs(a.File), nil
 }

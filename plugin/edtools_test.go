@@ -268,6 +268,9 @@ func TestEditorToolsBasics(t *testing.T) {
 			want: []string{"showing calc/calc.go:18:6 to the user (24 lines): func Sum(ad Adder, xs ...int) int {"}},
 		{name: "open buffers", tool: "open_buffers", args: map[string]any{}, want: []string{"1 file open:", "calc/calc.go (go) 24 lines [current]"}},
 		{name: "open_file_at missing", tool: "open_file_at", args: map[string]any{"file": "gone.go"}, isError: true, want: []string{"no such file: gone.go"}},
+		{name: "open_file_at without file", tool: "open_file_at", args: map[string]any{"line": 3}, isError: true, want: []string{"invalid arguments: file is required; line and col are 1-based"}},
+		{name: "treesitter_node without line", tool: "treesitter_node", args: map[string]any{"file": "calc/calc.go"}, isError: true, want: []string{"invalid arguments: file and line (1-based) are required"}},
+		{name: "treesitter_node bad type", tool: "treesitter_node", args: map[string]any{"file": "calc/calc.go", "line": "one"}, isError: true, want: []string{"line must be a number"}},
 		{name: "hidden VS Code tool", tool: "checkDocumentDirty", args: map[string]any{"filePath": "calc/calc.go"}, want: []string{`"isDirty":false`}},
 		{name: "workspace folders", tool: "getWorkspaceFolders", args: map[string]any{}, want: []string{`"success":true`, h.dir}},
 	})
