@@ -23,4 +23,14 @@ end
 
 M.uv = vim.uv or vim.loop
 
+--- Brings buf's unmodified buffer up to date with its file: a local
+--- 'autoread' for one :checktime (no W11 prompt; the old text stays in undo).
+function M.checktime(buf)
+  vim.bo[buf].autoread = true
+  pcall(vim.cmd, "silent checktime " .. buf)
+  pcall(vim.api.nvim_buf_call, buf, function()
+    vim.cmd("setlocal autoread<")
+  end)
+end
+
 return M

@@ -830,11 +830,7 @@ local function reload(paths)
             vim.log.levels.WARN
           )
         else
-          vim.bo[b].autoread = true
-          pcall(vim.cmd, "silent checktime " .. b)
-          pcall(api.nvim_buf_call, b, function()
-            vim.cmd("setlocal autoread<")
-          end)
+          util.checktime(b)
         end
       end
     end
@@ -852,11 +848,7 @@ local function reload_all()
       and not vim.bo[b].modified
       and api.nvim_buf_get_name(b) ~= ""
     then
-      vim.bo[b].autoread = true
-      pcall(vim.cmd, "silent checktime " .. b)
-      pcall(api.nvim_buf_call, b, function()
-        vim.cmd("setlocal autoread<")
-      end)
+      util.checktime(b)
     end
   end
 end

@@ -124,15 +124,7 @@ local function loaded_buf(path)
   end
 end
 
--- reload brings path's unmodified buffer up to date with the file (a
--- local 'autoread' for one :checktime: no W11 prompt).
-local function reload(buf)
-  vim.bo[buf].autoread = true
-  pcall(vim.cmd, "silent checktime " .. buf)
-  pcall(api.nvim_buf_call, buf, function()
-    vim.cmd("setlocal autoread<")
-  end)
-end
+local reload = require("claude.util").checktime
 
 -- restore puts contents into path's buffer (one undo step) and writes it;
 -- contents nil means the file did not exist: the buffer is emptied (undo
