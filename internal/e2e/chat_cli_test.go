@@ -73,7 +73,7 @@ func startChatSession(t *testing.T, files map[string]string, extra string) *chat
 	e.Exec(t, chatRecorder)
 	s := &chatSession{chatUI: &chatUI{e}, api: api, project: project}
 	s.openChat(t, "")
-	killOnCleanup(t, e.hostPID(t))
+	killTreeOnCleanup(t, e.hostPID(t))
 	return s
 }
 

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -165,6 +166,62 @@ func killOnCleanup(t *testing.T, pid int) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	})
+}
+
+// killTreeOnCleanup is killOnCleanup for pid and everything it started,
+// including children in their own process groups (the chat's CLIs): when
+// the test ends they are killed and gone before its temporary directories
+// are removed, so none of them writes there after the test.
+func killTreeOnCleanup(t *testing.T, pid int) {
+	t.Cleanup(func() {
+		pids := append(descendants(pid), pid)
+		for _, p := range pids {
+			_ = syscall.Kill(-p, syscall.SIGKILL) // its group, if it leads one
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+		deadline := time.Now().Add(5 * nvimtest.Slack * time.Second)
+		for _, p := range pids {
+			for alive(p) && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+	})
+}
+
+// descendants lists the processes below pid (children first seen first).
+func descendants(pid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	children := map[int][]int{}
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …: comm may hold spaces, so split after ')'.
+		rest := string(b[strings.LastIndexByte(string(b), ')')+1:])
+		f := strings.Fields(rest)
+		if len(f) < 2 {
+			continue
+		}
+		if pp, err := strconv.Atoi(f[1]); err == nil {
+			children[pp] = append(children[pp], p)
+		}
+	}
+	var out []int
+	queue := []int{pid}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, c := range children[p] {
+			out = append(out, c)
+			queue = append(queue, c)
+		}
+	}
+	return out
 }
 
 func waitFile(t *testing.T, path string, exist bool) {
