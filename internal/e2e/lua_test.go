@@ -132,6 +132,9 @@ end`)
 
 	c1 := dialIDE(t, st.Port, token)
 	c1.handshake(t, 4242)
+	// ide_connected is a notification: wait until the first client's has been
+	// handled, or the two connections race to be "first".
+	e.WaitFor(t, 10*time.Second, `#_G.events == 1 and #require("claude").status().clients == 1`, `return _G.events`, "first client connected")
 	c2 := dialIDE(t, st.Port, token)
 	c2.handshake(t, 4343)
 	e.WaitFor(t, 10*time.Second, `#require("claude").status().clients == 2`, `return require("claude").status()`, "two clients")
