@@ -180,6 +180,19 @@ func writeID(buf *bytes.Buffer, id json.RawMessage) {
 
 // encodeResult encodes a successful response.
 func encodeResult(id json.RawMessage, result any) ([]byte, error) {
+	if w, ok := result.(wireToolResult); ok {
+		// the hot path, and the one result that can carry a whole file
+		out := make([]byte, 0, toolResultSize(w)+len(id))
+		out = append(out, `{"jsonrpc":"2.0","id":`...)
+		if id == nil {
+			out = append(out, "null"...)
+		} else {
+			out = append(out, id...)
+		}
+		out = append(out, `,"result":`...)
+		out = appendToolResult(out, w)
+		return append(out, '}'), nil
+	}
 	var buf bytes.Buffer
 	buf.WriteString(`{"jsonrpc":"2.0","id":`)
 	writeID(&buf, id)

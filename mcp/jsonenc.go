@@ -1,0 +1,119 @@
+package mcp
+
+import (
+	"unicode/utf8"
+)
+
+// A hand-written encoder for the one result that can be large: a tool
+// result whose text is a whole file (openDiff's FILE_SAVED answer). Its
+// output is byte for byte what encoding/json with SetEscapeHTML(false)
+// writes (TestAppendToolResultMatchesEncodingJSON), at several times the
+// speed: one pass over the text, into a buffer sized up front.
+
+// safeJSON marks the bytes a JSON string holds as they are (no HTML
+// escaping); bytes ≥ 0x80 are checked as UTF-8 separately.
+var safeJSON = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string, as encoding/json does without
+// HTML escaping: invalid UTF-8 becomes \ufffd, U+2028 and U+2029 are
+// escaped.
+func appendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if safeJSON[c] {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// appendToolResult appends the JSON of a tool result.
+func appendToolResult(dst []byte, w wireToolResult) []byte {
+	dst = append(dst, `{"content":[`...)
+	for i, c := range w.Content {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"type":`...)
+		dst = appendString(dst, c.Type)
+		if c.Text != nil {
+			dst = append(dst, `,"text":`...)
+			dst = appendString(dst, *c.Text)
+		}
+		if c.Data != "" {
+			dst = append(dst, `,"data":`...)
+			dst = appendString(dst, c.Data)
+		}
+		if c.MimeType != "" {
+			dst = append(dst, `,"mimeType":`...)
+			dst = appendString(dst, c.MimeType)
+		}
+		dst = append(dst, '}')
+	}
+	dst = append(dst, ']')
+	if w.IsError {
+		dst = append(dst, `,"isError":true`...)
+	}
+	return append(dst, '}')
+}
+
+// toolResultSize is a guess at the encoded size of w: its texts plus a
+// little for escapes and the frame around them.
+func toolResultSize(w wireToolResult) int {
+	n := 64
+	for _, c := range w.Content {
+		n += 48 + len(c.Type) + len(c.Data) + len(c.MimeType)
+		if c.Text != nil {
+			n += len(*c.Text) + len(*c.Text)/16
+		}
+	}
+	return n
+}
