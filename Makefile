@@ -81,7 +81,7 @@ soak: test-deps build
 	  $(GO) test -race -count=1 -timeout 15m -run '^TestSoak$$' -v ./internal/soak/; done
 
 fuzz: test-deps
-	@set -e; for t in FuzzDecodeMessage FuzzCallTool FuzzConnection FuzzHandshake; do echo "=== $$t"; \
+	@set -e; for t in FuzzDecodeMessage FuzzSplitObject FuzzAppendString FuzzCallTool FuzzConnection FuzzHandshake; do echo "=== $$t"; \
 	  $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./mcp/; done
 	@echo "=== FuzzToolArguments"; NVIM_BIN=$$(scripts/get-nvim 0.12) \
 	  $(GO) test -run '^$$' -fuzz '^FuzzToolArguments$$' -fuzztime $(FUZZTIME) ./plugin/

@@ -58,6 +58,9 @@ type ToolRequest struct {
 	Name          string
 	Arguments     json.RawMessage // always a JSON object; {} when the client sent none
 	ProgressToken json.RawMessage // _meta.progressToken, nil when absent
+
+	args      toolArgs // Arguments split into members (Arg, StringArg)
+	validated bool     // Arguments is a span of a message validated on arrival
 }
 
 // Content is one item of a tool result. Text is always sent for text
@@ -215,9 +218,44 @@ type callParams struct {
 	} `json:"_meta"`
 }
 
-func (r *registry) callTool(ctx context.Context, client ClientInfo, params json.RawMessage) (any, error) {
+// decodeCallParams decodes tools/call's params, which decodeMessage
+// validated: split without a second validating pass (the arguments may
+// carry a whole file), then only the small members are decoded.
+func decodeCallParams(params json.RawMessage) (callParams, error) {
 	var p callParams
-	if err := decodeParams(params, &p); err != nil {
+	switch firstByte(params) {
+	case 0, 'n':
+		return p, nil
+	case '{':
+	default:
+		return p, InvalidParams("Invalid params: expected an object")
+	}
+	members, err := splitValidObject(params)
+	if err != nil {
+		return p, InvalidParams("Invalid params: %v", err)
+	}
+	for _, m := range members {
+		switch m.key {
+		case "name":
+			p.Name = nil // the last one counts
+			if err := json.Unmarshal(m.val, &p.Name); err != nil {
+				return p, InvalidParams("Invalid params: name has the wrong type")
+			}
+		case "arguments":
+			p.Arguments = m.val
+		case "_meta":
+			p.Meta.ProgressToken = nil
+			if err := json.Unmarshal(m.val, &p.Meta); err != nil {
+				return p, InvalidParams("Invalid params: _meta has the wrong type")
+			}
+		}
+	}
+	return p, nil
+}
+
+func (r *registry) callTool(ctx context.Context, client ClientInfo, params json.RawMessage) (any, error) {
+	p, err := decodeCallParams(params)
+	if err != nil {
 		return nil, err
 	}
 	if p.Name == nil {
@@ -241,6 +279,7 @@ func (r *registry) callTool(ctx context.Context, client ClientInfo, params json.
 		Name:          t.Name,
 		Arguments:     p.Arguments,
 		ProgressToken: p.Meta.ProgressToken,
+		validated:     true,
 	})
 	if err != nil {
 		var rpcErr *Error

@@ -72,9 +72,11 @@ type incoming struct {
 // Responses are reported as such, whatever their shape: the server never
 // sends requests, so the caller ignores them.
 func decodeMessage(data []byte) (msg incoming, _ *Error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(data, &fields); err != nil {
-		var se *json.SyntaxError
+	// One validating pass over the whole message (splitObject); params
+	// stays a span of data, split again later without validation.
+	members, err := splitObject(data)
+	if err != nil {
+		var se *syntaxError
 		switch {
 		case errors.As(err, &se):
 			return msg, &Error{Code: CodeParseError, Message: "Parse error"}
@@ -83,8 +85,9 @@ func decodeMessage(data []byte) (msg incoming, _ *Error) {
 		}
 		return msg, invalidRequest("message must be a JSON object")
 	}
-	if fields == nil {
-		return msg, invalidRequest("message must be a JSON object")
+	fields := make(map[string]json.RawMessage, len(members))
+	for _, m := range members {
+		fields[m.key] = m.val // the last of a repeated key wins, as in encoding/json
 	}
 	methodRaw, hasMethod := fields["method"]
 	if _, ok := fields["result"]; ok && !hasMethod {

@@ -3,7 +3,6 @@ package plugin
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -28,25 +27,47 @@ func (c *diffs) openDiffTool() mcp.Tool {
 	}
 }
 
+// openDiffArgs are openDiff's arguments. They are read with
+// ToolRequest.StringArg rather than decodeArgs: new_file_contents is a
+// whole file, and this way the request is read once, not three times.
 type openDiffArgs struct {
-	OldFilePath     string  `json:"old_file_path"`
-	NewFilePath     string  `json:"new_file_path"`
-	NewFileContents *string `json:"new_file_contents"`
-	TabName         string  `json:"tab_name"`
+	OldFilePath     string
+	NewFilePath     string
+	NewFileContents string
+	TabName         string
+}
+
+func decodeOpenDiffArgs(req *mcp.ToolRequest) (openDiffArgs, error) {
+	var a openDiffArgs
+	fields := []struct {
+		name     string
+		dst      *string
+		required bool
+	}{
+		{"old_file_path", &a.OldFilePath, false},
+		{"new_file_path", &a.NewFilePath, true},
+		{"new_file_contents", &a.NewFileContents, true},
+		{"tab_name", &a.TabName, false},
+	}
+	for _, f := range fields {
+		s, ok, err := req.StringArg(f.name)
+		if err != nil {
+			return a, err
+		}
+		if f.required && (!ok || f.name == "new_file_path" && s == "") {
+			return a, fmt.Errorf("%s is required", f.name)
+		}
+		*f.dst = s
+	}
+	return a, nil
 }
 
 // openDiff blocks until the user decides, close_tab or closeAllDiffTabs
 // ends the diff, or the request ends (the CLI cancelled it or left).
 func (c *diffs) openDiff(ctx context.Context, req *mcp.ToolRequest) (*mcp.ToolResult, error) {
-	var a openDiffArgs
-	if err := decodeArgs(req.Arguments, &a); err != nil {
+	a, err := decodeOpenDiffArgs(req)
+	if err != nil {
 		return nil, fmt.Errorf("openDiff: %w", err)
-	}
-	if a.NewFilePath == "" {
-		return nil, errors.New("openDiff: new_file_path is required")
-	}
-	if a.NewFileContents == nil {
-		return nil, errors.New("openDiff: new_file_contents is required")
 	}
 	newPath, err := c.absPath(a.NewFilePath)
 	if err != nil {
@@ -64,7 +85,7 @@ func (c *diffs) openDiff(ctx context.Context, req *mcp.ToolRequest) (*mcp.ToolRe
 	}
 	ans, err := c.review(ctx, reviewRequest{
 		owner: req.Client.ID, tabName: tabName,
-		oldPath: oldPath, newPath: newPath, contents: *a.NewFileContents,
+		oldPath: oldPath, newPath: newPath, contents: a.NewFileContents,
 	})
 	if err != nil {
 		return nil, err
