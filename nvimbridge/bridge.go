@@ -108,7 +108,13 @@ func (b *Bridge) Done() <-chan struct{} { return b.ctx.Done() }
 // becomes a Lua error whose message is err.Error().
 func (b *Bridge) HandleRequest(method string, h func(ctx context.Context, params json.RawMessage) (any, error)) error {
 	return b.v.RegisterHandler(method, func(args ...any) (string, error) {
-		res, err := h(b.ctx, firstArg(args))
+		ctx := b.ctx
+		if len(args) > 1 {
+			if blob, ok := args[1].(string); ok {
+				ctx = context.WithValue(ctx, blobKey{}, blob)
+			}
+		}
+		res, err := h(ctx, firstArg(args))
 		if err != nil {
 			b.log.Debug("lua request failed", "method", method, "err", err)
 			return "", err
@@ -119,6 +125,18 @@ func (b *Bridge) HandleRequest(method string, h func(ctx context.Context, params
 		}
 		return string(out), nil
 	})
+}
+
+// blobKey carries a request's second argument in the handler's context.
+type blobKey struct{}
+
+// RequestBlob returns the second argument of the rpcrequest a HandleRequest
+// handler serves, when Lua sent a string there. Lua sends bulk text (a whole
+// file) that way, as a msgpack string beside the JSON parameters: encoding
+// it into the JSON would cost an escape in Lua and a decode here.
+func RequestBlob(ctx context.Context) (string, bool) {
+	s, ok := ctx.Value(blobKey{}).(string)
+	return s, ok
 }
 
 // HandleNotification registers a handler for rpcnotify(chan, method, json).
@@ -197,6 +215,13 @@ func (e *LuaError) Error() string { return "lua " + e.Func + ": " + e.Message }
 // result into result (which may be nil). The call is abandoned, not
 // cancelled, when ctx ends: Neovim finishes it on its own time.
 func (b *Bridge) Call(ctx context.Context, fn string, args any, result any) error {
+	return b.call(ctx, fn, args, result)
+}
+
+// call is Call with extra arguments after the JSON ones, which bridge.lua
+// passes to fn as they are: bulk text crosses as a msgpack string that Lua
+// receives without a JSON decode (and Go sends without an escape).
+func (b *Bridge) call(ctx context.Context, fn string, args any, result any, extra ...any) error {
 	payload, err := json.Marshal(args)
 	if err != nil {
 		return fmt.Errorf("%s: encode args: %w", fn, err)
@@ -214,7 +239,8 @@ func (b *Bridge) Call(ctx context.Context, fn string, args any, result any) erro
 		defer cancel()
 	}
 	var out string
-	if err := b.exec(ctx, `return package.loaded["`+moduleKey+`"].call(...)`, &out, fn, string(payload), deadline.UnixMilli()); err != nil {
+	callArgs := append([]any{fn, string(payload), deadline.UnixMilli()}, extra...)
+	if err := b.exec(ctx, `return package.loaded["`+moduleKey+`"].call(...)`, &out, callArgs...); err != nil {
 		return fmt.Errorf("%s: %w", fn, err)
 	}
 	var r reply

@@ -2,6 +2,7 @@ package nvimbridge
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 )
@@ -18,8 +19,9 @@ type DiffRequest struct {
 	OldPath string `json:"old_path"`
 	// NewPath is the file the proposal is for (absolute; may not exist yet).
 	NewPath string `json:"new_path"`
-	// Contents is the proposed file contents.
-	Contents string `json:"contents"`
+	// Contents is the proposed file contents. It crosses to Lua as a
+	// string argument of its own, not inside the JSON.
+	Contents string `json:"-"`
 }
 
 // DiffView is what OpenDiff put on screen.
@@ -55,8 +57,23 @@ type DiffDecision struct {
 	// Decision is "accept" or "reject".
 	Decision string `json:"decision"`
 	// Contents is the proposal buffer's final text as the file would be
-	// written (line endings, final newline), for "accept".
+	// written (line endings, final newline), for "accept". Lua sends it
+	// as the request's second argument (see RequestBlob), not in the JSON;
+	// DecodeDiffDecision fills it in.
 	Contents *string `json:"contents,omitempty"`
+}
+
+// DecodeDiffDecision decodes a DiffDecisionMethod request: its JSON
+// parameters and, for an accept, the contents Lua sent beside them.
+func DecodeDiffDecision(ctx context.Context, raw json.RawMessage) (DiffDecision, error) {
+	var d DiffDecision
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return d, err
+	}
+	if s, ok := RequestBlob(ctx); ok && d.Contents == nil {
+		d.Contents = &s
+	}
+	return d, nil
 }
 
 // OpenDiff opens the diff windows and returns at once; the user's decision
@@ -74,7 +91,7 @@ func (b *Bridge) OpenDiff(ctx context.Context, req DiffRequest) (DiffView, error
 		DiffView
 		Error string `json:"error"`
 	}
-	if err := b.Call(ctx, "diff_open", args, &res); err != nil {
+	if err := b.call(ctx, "diff_open", args, &res, req.Contents); err != nil {
 		return DiffView{}, err
 	}
 	if res.Error != "" {

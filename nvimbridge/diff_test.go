@@ -66,9 +66,9 @@ vim.cmd("edit main.txt")`
 	n := nvimtest.Start(t, nvimtest.Options{Dir: dir, Init: init})
 	b := nvimbridge.Wrap(n.Nvim, nil)
 	e := &diffEnv{Nvim: n, b: b, decisions: make(chan nvimbridge.DiffDecision, 16), file: filepath.Join(dir, "main.txt")}
-	if err := b.HandleRequest(nvimbridge.DiffDecisionMethod, func(_ context.Context, raw json.RawMessage) (any, error) {
-		var d nvimbridge.DiffDecision
-		if err := json.Unmarshal(raw, &d); err != nil {
+	if err := b.HandleRequest(nvimbridge.DiffDecisionMethod, func(ctx context.Context, raw json.RawMessage) (any, error) {
+		d, err := nvimbridge.DecodeDiffDecision(ctx, raw)
+		if err != nil {
 			t.Errorf("bad decision %s: %v", raw, err)
 			return nil, err
 		}

@@ -176,9 +176,9 @@ func (c *diffs) closeLater(s *diffSession) {
 // it whether the diff was still pending: when it was not (the CLI
 // cancelled it, or close_tab or closeAllDiffTabs ended it before Lua
 // learned it), the user is told that nothing will be written.
-func (c *diffs) handleDecision(_ context.Context, raw json.RawMessage) (any, error) {
-	var d nvimbridge.DiffDecision
-	if err := json.Unmarshal(raw, &d); err != nil {
+func (c *diffs) handleDecision(ctx context.Context, raw json.RawMessage) (any, error) {
+	d, err := nvimbridge.DecodeDiffDecision(ctx, raw)
+	if err != nil {
 		return nil, fmt.Errorf("diff_decision: bad parameters: %w", err)
 	}
 	if d.ID == "" {

@@ -1,11 +1,13 @@
 -- The Lua half of nvimbridge. The Go host installs this chunk once per
 -- connection (package.loaded["nvim-claude.bridge"]) and then calls
 -- M.call(name, json) for every editor fact or action: one round trip per
--- compound query, JSON both ways.
+-- compound query, JSON both ways (bulk text rides beside the JSON as a
+-- plain string argument).
 local M = {}
 local fns = {}
 
 local json_encode, json_decode = vim.json.encode, vim.json.decode
+local unpack = unpack or table.unpack
 
 local function decode(payload)
   if payload == nil or payload == "" or payload == "null" then
@@ -14,9 +16,10 @@ local function decode(payload)
   return json_decode(payload)
 end
 
---- Entry point for the Go side: runs fns[name](args) and wraps the outcome
---- in {ok, result} or {ok = false, error}.
-function M.call(name, payload, deadline_ms)
+--- Entry point for the Go side: runs fns[name](args, ...) and wraps the
+--- outcome in {ok, result} or {ok = false, error}. Arguments after the
+--- deadline (bulk text, as plain strings) are passed on after args.
+function M.call(name, payload, deadline_ms, ...)
   -- A call reached after its caller gave up (Neovim was blocked at a
   -- prompt) must not act late: the caller already reported a failure.
   if deadline_ms then
@@ -29,9 +32,17 @@ function M.call(name, payload, deadline_ms)
   if not fn then
     return json_encode({ ok = false, error = "unknown bridge function: " .. tostring(name) })
   end
-  local ok, res = xpcall(function()
-    return fn(decode(payload))
-  end, debug.traceback)
+  local ok, res
+  if select("#", ...) == 0 then
+    ok, res = xpcall(function()
+      return fn(decode(payload))
+    end, debug.traceback)
+  else
+    local extra = { n = select("#", ...), ... }
+    ok, res = xpcall(function()
+      return fn(decode(payload), unpack(extra, 1, extra.n))
+    end, debug.traceback)
+  end
   if not ok then
     return json_encode({ ok = false, error = tostring(res) })
   end

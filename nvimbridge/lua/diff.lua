@@ -13,9 +13,11 @@ local function diff_module()
   return mod
 end
 
--- diff_open opens a diff; args {id, tab_name, old_path, new_path, contents,
--- chan}. Returns the opened view, or {error = message}.
-function fns.diff_open(args)
+-- diff_open opens a diff; args {id, tab_name, old_path, new_path, chan},
+-- contents (the proposal, a string beside the JSON). Returns the opened
+-- view, or {error = message}.
+function fns.diff_open(args, contents)
+  args.contents = contents
   local mod = diff_module()
   local ok, res = pcall(mod._open, args)
   if not ok then
