@@ -2,9 +2,11 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -124,7 +126,7 @@ func (c *conn) readLoop() error {
 			c.requestClose(websocket.CloseUnsupportedData, "binary messages are not supported")
 			continue
 		}
-		data, err := io.ReadAll(io.LimitReader(r, limit+1))
+		data, err := readMessage(r, limit+1)
 		if err != nil {
 			return err
 		}
@@ -137,6 +139,50 @@ func (c *conn) readLoop() error {
 			c.handle(data)
 		}
 	}
+}
+
+// readMessage reads r to its end, or to max bytes, into a buffer of
+// exactly that size. io.ReadAll grows one buffer by copying it, so a 20 MB
+// message passed through 40 MB of buffers alive at once and left many more
+// as garbage; here the message is read in chunks (up to 1 MiB) and copied
+// once, and a message that fits in the first chunk not at all.
+func readMessage(r io.Reader, max int64) ([]byte, error) {
+	var chunks [][]byte
+	total := int64(0)
+	size := int64(4096)
+	for total < max {
+		buf := make([]byte, min(size, max-total))
+		n, err := io.ReadFull(r, buf)
+		total += int64(n)
+		if n > 0 {
+			chunks = append(chunks, buf[:n])
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		size = min(size*2, 1<<20)
+	}
+	switch len(chunks) {
+	case 0:
+		return []byte{}, nil
+	case 1:
+		return chunks[0], nil
+	}
+	out := make([]byte, 0, total)
+	for i, ch := range chunks {
+		out = append(out, ch...)
+		chunks[i] = nil
+	}
+	if total >= largeMessage {
+		// The chunks are garbage: collect them now, so that what the
+		// handler decodes from the message (a whole file) takes their
+		// place instead of adding to the peak.
+		runtime.GC()
+	}
+	return out, nil
 }
 
 func (c *conn) handle(data []byte) {
@@ -185,39 +231,46 @@ func (c *conn) startRequest(msg incoming) {
 	}
 	c.log.Debug("request", "method", msg.method, "id", string(msg.id))
 	c.requests.Add(1)
-	go func() {
+	// msg's id and params are spans of the message as read. The id is
+	// copied and msg goes to the goroutine as an argument, so that nothing
+	// here keeps a large message (a whole file for openDiff) alive while
+	// its handler runs on, waiting for the user.
+	msg.id = append(json.RawMessage(nil), msg.id...)
+	go func(msg incoming) {
 		defer c.requests.Done()
 		defer cancel()
+		method, id := msg.method, msg.id
 		reply := c.run(ctx, msg)
 		c.mu.Lock()
 		delete(c.inflight, key)
 		suppressed := req.cancelled
 		c.mu.Unlock()
 		if suppressed {
-			c.log.Debug("reply suppressed: request cancelled", "method", msg.method, "id", string(msg.id))
+			c.log.Debug("reply suppressed: request cancelled", "method", method, "id", string(id))
 			return
 		}
 		_ = c.send(reply)
-	}()
+	}(msg)
 }
 
 // run calls the request's handler and encodes the reply. A panic becomes
 // an internal error.
 func (c *conn) run(ctx context.Context, msg incoming) (reply []byte) {
+	method, id := msg.method, msg.id // not msg: its params may be large
 	defer func() {
 		if p := recover(); p != nil {
-			c.log.Error("panic in handler", "method", msg.method, "panic", p, "stack", string(debug.Stack()))
-			reply = encodeError(msg.id, &Error{Code: CodeInternalError, Message: "Internal error"})
+			c.log.Error("panic in handler", "method", method, "panic", p, "stack", string(debug.Stack()))
+			reply = encodeError(id, &Error{Code: CodeInternalError, Message: "Internal error"})
 		}
 	}()
 	res, err := c.call(ctx, msg)
 	if err == nil {
-		if reply, err = encodeResult(msg.id, res); err == nil {
+		if reply, err = encodeResult(id, res); err == nil {
 			return reply
 		}
 	}
-	c.log.Debug("request failed", "method", msg.method, "id", string(msg.id), "err", err)
-	return encodeError(msg.id, toWireError(err))
+	c.log.Debug("request failed", "method", method, "id", string(id), "err", err)
+	return encodeError(id, toWireError(err))
 }
 
 func (c *conn) cancelRequest(key, reason string) {
@@ -336,8 +389,19 @@ func (c *conn) write(f frame) error {
 	if err := c.ws.SetWriteDeadline(deadline); err != nil {
 		return err
 	}
-	return c.ws.WriteMessage(websocket.TextMessage, f.data)
+	err := c.ws.WriteMessage(websocket.TextMessage, f.data)
+	if len(f.data) >= largeMessage {
+		// A whole file went out (openDiff's answer): its buffers are
+		// garbage now; give the memory back rather than keep the peak.
+		f.data = nil
+		debug.FreeOSMemory()
+	}
+	return err
 }
+
+// largeMessage is the size from which a message's memory is handed back to
+// the operating system once it has been written.
+const largeMessage = 1 << 20
 
 func (c *conn) writeClose() {
 	c.mu.Lock()
