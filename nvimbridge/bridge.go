@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/neovim/go-client/nvim"
 )
@@ -107,14 +108,15 @@ func (b *Bridge) Done() <-chan struct{} { return b.ctx.Done() }
 // Lua. The handler's result is returned to Lua as a JSON string; an error
 // becomes a Lua error whose message is err.Error().
 func (b *Bridge) HandleRequest(method string, h func(ctx context.Context, params json.RawMessage) (any, error)) error {
-	return b.v.RegisterHandler(method, func(args ...any) (string, error) {
+	// The second argument is declared []byte so that go-client hands over
+	// the buffer it decoded a large string into, instead of copying it
+	// into a Go string (a whole file is several MB).
+	return b.v.RegisterHandler(method, func(first any, blob []byte, _ ...any) (string, error) {
 		ctx := b.ctx
-		if len(args) > 1 {
-			if blob, ok := args[1].(string); ok {
-				ctx = context.WithValue(ctx, blobKey{}, blob)
-			}
+		if blob != nil {
+			ctx = context.WithValue(ctx, blobKey{}, blob)
 		}
-		res, err := h(ctx, firstArg(args))
+		res, err := h(ctx, firstArg([]any{first}))
 		if err != nil {
 			b.log.Debug("lua request failed", "method", method, "err", err)
 			return "", err
@@ -135,8 +137,17 @@ type blobKey struct{}
 // file) that way, as a msgpack string beside the JSON parameters: encoding
 // it into the JSON would cost an escape in Lua and a decode here.
 func RequestBlob(ctx context.Context) (string, bool) {
-	s, ok := ctx.Value(blobKey{}).(string)
-	return s, ok
+	b, ok := ctx.Value(blobKey{}).([]byte)
+	if !ok {
+		return "", false
+	}
+	if len(b) == 0 {
+		return "", true
+	}
+	// go-client decoded the argument into a buffer of its own (copying
+	// small ones out of its read buffer), which nothing else holds or
+	// writes: the string can share it rather than copy a whole file.
+	return unsafe.String(&b[0], len(b)), true
 }
 
 // HandleNotification registers a handler for rpcnotify(chan, method, json).

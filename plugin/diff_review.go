@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 )
@@ -32,6 +33,7 @@ func (c *diffs) review(ctx context.Context, r reviewRequest) (diffAnswer, error)
 
 	s := c.add(r.owner, r.tabName, r.newPath)
 	openCtx, cancel := context.WithTimeout(ctx, diffOpenTimeout)
+	large := len(r.contents) >= 1<<20
 	view, err := c.app.ed.OpenDiff(openCtx, nvimbridge.DiffRequest{
 		ID:       s.id,
 		TabName:  r.tabName,
@@ -40,6 +42,13 @@ func (c *diffs) review(ctx context.Context, r reviewRequest) (diffAnswer, error)
 		Contents: r.contents,
 	})
 	cancel()
+	r.contents = "" // Neovim has it; the wait for the user may be long
+	if large {
+		// The request that carried the proposal and its decoded text are
+		// garbage now: without this, the answer's buffers would pile on
+		// top of them and the host's peak would be twice what it needs.
+		debug.FreeOSMemory()
+	}
 	if err != nil {
 		if c.takeID(s.id) != nil {
 			c.closeLater(s) // whatever Neovim managed to open
