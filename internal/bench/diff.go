@@ -83,7 +83,8 @@ type diffRun struct {
 	nvimHWM     int64   // after the accept
 	nvimIdle    int64   // Neovim RSS before the diff
 	hostIdle    int64   // host RSS, connected and idle
-	hostHWM     int64   // host peak RSS
+	hostHWMOpen int64   // host peak RSS after the diff was drawn
+	hostHWM     int64   // host peak RSS (after the accept)
 	nvimCPU     time.Duration
 	hostCPU     time.Duration
 	acceptNvim  time.Duration
@@ -196,6 +197,9 @@ func diffWithPlugin(ctx context.Context, r *runner, old, proposal string, prof *
 	}
 	if mem, err := readMem(e.pid); err == nil {
 		run.nvimHWMOpen = mem.HWM
+	}
+	if mem, err := readMem(host); err == nil {
+		run.hostHWMOpen = mem.HWM
 	}
 	var data struct {
 		ProposalBuf int `json:"proposal_bufnr"`
@@ -544,12 +548,12 @@ func runDiff(ctx context.Context, r *runner) (*section, error) {
 			spread: fmt.Sprintf("idle %s–%s, peak %s–%s", fmtMB(hostIdle.min()), fmtMB(hostIdle.max()), fmtMB(hostPeak.min()), fmtMB(hostPeak.max())),
 			target: "≤ 15 MB idle; ≤ 3× payload peak", verdict: verdict(hostIdle.median() <= 15<<20 && pr <= 3), ref: "—"})
 		sec.printf("\n**10 — memory (20 MB).** Neovim's VmHWM after the diff was drawn and after the accept, vs the floor Neovim's " +
-			"VmHWM after its diff; the host's VmRSS after connecting and settling (idle), and its VmHWM after the accept.\n\n")
-		sec.printf("| rep | Neovim idle | peak after open | peak after accept | floor idle | floor peak | host idle | host peak |\n|---|---|---|---|---|---|---|---|\n")
+			"VmHWM after its diff; the host's VmRSS after connecting and settling (idle), and its VmHWM after the diff was drawn and after the accept.\n\n")
+		sec.printf("| rep | Neovim idle | peak after open | peak after accept | floor idle | floor peak | host idle | host peak after open | host peak after accept |\n|---|---|---|---|---|---|---|---|---|\n")
 		for i := range memP {
-			sec.printf("| %d | %s | %s | %s | %s | %s | %s | %s |\n", i+1, fmtMB(float64(memP[i].nvimIdle)), fmtMB(float64(memP[i].nvimHWMOpen)),
+			sec.printf("| %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", i+1, fmtMB(float64(memP[i].nvimIdle)), fmtMB(float64(memP[i].nvimHWMOpen)),
 				fmtMB(float64(memP[i].nvimHWM)), fmtMB(float64(memB[i].idle)), fmtMB(float64(memB[i].hwm)),
-				fmtMB(float64(memP[i].hostIdle)), fmtMB(float64(memP[i].hostHWM)))
+				fmtMB(float64(memP[i].hostIdle)), fmtMB(float64(memP[i].hostHWMOpen)), fmtMB(float64(memP[i].hostHWM)))
 		}
 	}
 	return sec, nil
