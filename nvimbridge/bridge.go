@@ -63,6 +63,8 @@ type Bridge struct {
 
 	loadSem chan struct{} // one loader at a time, honouring each caller's ctx
 	loaded  bool
+
+	proposals proposals // diff proposals handed to Neovim as files
 }
 
 // New connects to Neovim over r/w (stdin/stdout for an RPC job). Call Serve
@@ -91,13 +93,16 @@ func Wrap(v *nvim.Nvim, log *slog.Logger) *Bridge {
 
 // Serve processes messages from Neovim until it disconnects.
 func (b *Bridge) Serve() error {
+	defer b.proposals.close()
 	defer b.cancel()
 	return b.v.Serve()
 }
 
-// Close cancels in-flight handlers and closes the connection.
+// Close cancels in-flight handlers, closes the connection and removes the
+// proposal files Neovim still had.
 func (b *Bridge) Close() error {
 	b.cancel()
+	b.proposals.close()
 	return b.v.Close()
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 )
 
 // DiffRequest is a diff to open: Claude's proposal for a file, shown next to
@@ -19,8 +20,9 @@ type DiffRequest struct {
 	OldPath string `json:"old_path"`
 	// NewPath is the file the proposal is for (absolute; may not exist yet).
 	NewPath string `json:"new_path"`
-	// Contents is the proposed file contents. It crosses to Lua as a
-	// string argument of its own, not inside the JSON.
+	// Contents is the proposed file contents. They reach Neovim as a file
+	// (see proposalFile), or, when none can be written, as a string
+	// argument of their own beside the JSON.
 	Contents string `json:"-"`
 }
 
@@ -85,13 +87,24 @@ func (b *Bridge) OpenDiff(ctx context.Context, req DiffRequest) (DiffView, error
 	}
 	args := struct {
 		DiffRequest
-		Chan int `json:"chan"`
-	}{req, ch}
+		Chan     int           `json:"chan"`
+		Proposal *proposalFile `json:"proposal,omitempty"`
+	}{DiffRequest: req, Chan: ch}
 	var res struct {
 		DiffView
 		Error string `json:"error"`
 	}
-	if err := b.call(ctx, "diff_open", args, &res, req.Contents); err != nil {
+	var extra []any
+	pf, err := b.proposals.write(req.Contents)
+	if err != nil {
+		b.log.Warn("proposal passed as a string", "err", err)
+		extra = []any{req.Contents}
+	}
+	args.Proposal = pf
+	if err := b.call(ctx, "diff_open", args, &res, extra...); err != nil {
+		if pf != nil {
+			_ = os.Remove(pf.File) // Lua may never have run: it is ours to remove
+		}
 		return DiffView{}, err
 	}
 	if res.Error != "" {

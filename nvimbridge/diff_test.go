@@ -288,8 +288,32 @@ func (e *diffEnv) notes(t *testing.T) string {
 	return sb.String()
 }
 
+// A proposal reaches Neovim as a file the host wrote, or as a string when
+// no file can be written: both must give the same buffer, byte for byte.
 func TestDiffContentsRoundTrip(t *testing.T) {
-	e := startDiffEnv(t, diffEnvOpts{})
+	for _, mode := range []string{"file", "string"} {
+		t.Run(mode, func(t *testing.T) {
+			e := startDiffEnv(t, diffEnvOpts{})
+			if mode == "string" {
+				nvimbridge.UseStringProposals(e.b)
+			}
+			testDiffContentsRoundTrip(t, e)
+			if dir := nvimbridge.ProposalDir(e.b); dir != "" {
+				if left, _ := os.ReadDir(dir); len(left) != 0 {
+					t.Errorf("proposal files left after their diffs closed: %v", left)
+				}
+				_ = e.b.Close()
+				if _, err := os.Stat(dir); !os.IsNotExist(err) {
+					t.Errorf("proposal directory %s still there after Close (err %v)", dir, err)
+				}
+			} else if mode == "file" {
+				t.Error("no proposal file was written")
+			}
+		})
+	}
+}
+
+func testDiffContentsRoundTrip(t *testing.T, e *diffEnv) {
 	tests := []struct {
 		name     string
 		contents string
@@ -308,6 +332,8 @@ func TestDiffContentsRoundTrip(t *testing.T) {
 		{"multibyte", "héllo wörld €\n日本語のテキスト\n😀 emoji\tand tab  \n", "unix", true,
 			[]string{"héllo wörld €", "日本語のテキスト", "😀 emoji\tand tab  "}},
 		{"lone CR", "a\rb\n", "unix", true, []string{"a\rb"}},
+		{"NUL byte", "a\x00b\n", "unix", true, []string{"a\x00b"}},
+		{"byte order mark kept", "\ufeffbom\n", "unix", true, []string{"\ufeffbom"}},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -320,7 +346,7 @@ func TestDiffContentsRoundTrip(t *testing.T) {
 			}
 			e.Eval(t, `local b = ... return { lines = vim.api.nvim_buf_get_lines(b, 0, -1, false), ff = vim.bo[b].fileformat, eol = vim.bo[b].eol }`, &got, v.ProposalBuf)
 			if !reflect.DeepEqual(got.Lines, tt.lines) || got.FF != tt.ff || got.EOL != tt.eol {
-				t.Fatalf("proposal buffer = %+v, want lines %q ff %s eol %v", got, tt.lines, tt.ff, tt.eol)
+				t.Fatalf("proposal buffer = %q %s eol %v, want lines %q ff %s eol %v", got.Lines, got.FF, got.EOL, tt.lines, tt.ff, tt.eol)
 			}
 			e.Exec(t, `vim.cmd("ClaudeDiffAccept")`)
 			d := e.decision(t)

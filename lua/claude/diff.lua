@@ -147,6 +147,18 @@ local function read_file(path)
   return s
 end
 
+-- proposal_text is Claude's proposal as it came, byte for byte.
+local function proposal_text(d)
+  if not d.src then
+    return d.contents
+  end
+  local s = read_file(d.src.file)
+  if s and d.src.ff == "dos" then
+    s = s:gsub("\n", "\r\n")
+  end
+  return s
+end
+
 -- Buffers and windows --------------------------------------------------------
 
 local function full_path(path)
@@ -657,8 +669,14 @@ local function close(d, outcome)
   if d.shown then
     util.emit("ClaudeDiffClosed", { tab_name = d.tab_name, file = d.file, outcome = outcome })
     if outcome ~= "rejected" then
-      watch_write(d.file, d.accepted or d.contents)
+      local expected = d.accepted or proposal_text(d)
+      if expected then
+        watch_write(d.file, expected)
+      end
     end
+  end
+  if d.src then
+    os.remove(d.src.file) -- the host's copy of the proposal
   end
   if not ok then
     error(err, 0)
@@ -801,24 +819,60 @@ local function detect_filetype(buf, path)
   end)
 end
 
-local function make_proposal(d, contents)
+-- fill_proposal puts Claude's text into the proposal buffer (again, for
+-- :e!), with the options that write it back byte for byte. The host hands
+-- a proposal over as a file it wrote (d.src = {file, eol, ff}: the text
+-- with CRLF turned into LF when ff is "dos"), which Neovim reads natively —
+-- a large proposal then never becomes Lua strings — or, when it could not
+-- write one, as a string (d.contents).
+local function fill_proposal(d)
+  local buf = d.prop_buf
+  local lines, eol, ff
+  if d.src then
+    eol, ff = d.src.eol, d.src.ff
+  else
+    lines, eol, ff = split_contents(d.contents)
+  end
+  api.nvim_buf_call(buf, function()
+    vim.cmd("setlocal undolevels=-1") -- Claude's text is not an undoable change
+    if lines then
+      api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+    else
+      api.nvim_buf_set_lines(buf, 0, -1, false, {})
+      -- ++bin: no line-ending or encoding conversion, no BOM handling;
+      -- :0read puts the lines above the buffer's one empty line. It also
+      -- sets 'binary' (and with it 'textwidth' …): put that back.
+      local binary = vim.bo[buf].binary
+      vim.cmd("silent noautocmd keepalt keepjumps 0read ++bin " .. vim.fn.fnameescape(d.src.file))
+      vim.bo[buf].binary = binary
+      if api.nvim_buf_line_count(buf) > 1 then
+        api.nvim_buf_set_lines(buf, -2, -1, false, {})
+      end
+      -- :read leaves an (unlisted, unloaded) buffer named after the file
+      local name = vim.fn.fnamemodify(d.src.file, ":p")
+      for _, b in ipairs(api.nvim_list_bufs()) do
+        if b ~= buf and not api.nvim_buf_is_loaded(b) and api.nvim_buf_get_name(b) == name then
+          pcall(api.nvim_buf_delete, b, { force = true })
+        end
+      end
+    end
+    vim.cmd("set undolevels<")
+  end)
+  vim.bo[buf].fileformat = ff
+  vim.bo[buf].eol = eol
+  -- exactly Claude's final newline (or its absence); :set eol adds one
+  vim.bo[buf].fixeol = false
+  vim.bo[buf].modified = false
+end
+
+local function make_proposal(d)
   local buf = api.nvim_create_buf(false, true)
   d.prop_buf = buf
   vim.bo[buf].buftype = "acwrite"
   vim.bo[buf].bufhidden = "hide"
   vim.bo[buf].swapfile = false
   set_name(buf, d.tab_name)
-  local lines, eol, ff = split_contents(contents)
-  vim.bo[buf].fileformat = ff
-  vim.bo[buf].eol = eol
-  -- exactly Claude's final newline (or its absence); :set eol adds one
-  vim.bo[buf].fixeol = false
-  api.nvim_buf_call(buf, function()
-    vim.cmd("setlocal undolevels=-1") -- Claude's text is not an undoable change
-    api.nvim_buf_set_lines(buf, 0, -1, false, lines)
-    vim.cmd("set undolevels<")
-  end)
-  vim.bo[buf].modified = false
+  fill_proposal(d)
   api.nvim_buf_set_var(buf, "claude_diff", { tab_name = d.tab_name, file = d.file })
   return buf
 end
@@ -911,12 +965,7 @@ local function watch_proposal(d)
     callback = function()
       -- :e! resets 'eol' and 'fileformat': put back what writes Claude's
       -- bytes exactly, as make_proposal set them
-      local lines, eol, ff = split_contents(d.contents)
-      vim.bo[buf].fileformat = ff
-      vim.bo[buf].eol = eol
-      vim.bo[buf].fixeol = false
-      api.nvim_buf_set_lines(buf, 0, -1, false, lines)
-      vim.bo[buf].modified = false
+      fill_proposal(d)
     end,
   })
 end
@@ -1048,6 +1097,7 @@ function M._open(args)
     file = file,
     old_file = full_path(args.old_path ~= nil and args.old_path ~= "" and args.old_path or file),
     contents = args.contents or "",
+    src = type(args.proposal) == "table" and args.proposal or nil,
     chan = args.chan,
     prev_tab = api.nvim_get_current_tabpage(),
     prev_win = api.nvim_get_current_win(),
@@ -1061,7 +1111,7 @@ function M._open(args)
   end
   local ok, err = pcall(function()
     current_side(d)
-    make_proposal(d, d.contents)
+    make_proposal(d)
     if vim.bo[d.orig_buf].filetype ~= "" then
       vim.bo[d.prop_buf].filetype = vim.bo[d.orig_buf].filetype
     else

@@ -1,0 +1,85 @@
+package nvimbridge
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+)
+
+// proposalFile is a proposal written for Neovim to read (lua/claude/diff.lua
+// reads it with :0read ++bin into the proposal buffer and removes it when
+// the diff closes). A whole file crossing the RPC channel as a string used
+// to be copied four times inside Neovim (the channel's buffer, a msgpack
+// object, a Lua string, a table of lines) and split into lines by Lua;
+// Neovim reads a file natively, as it does when the user opens one.
+type proposalFile struct {
+	File string `json:"file"`
+	// EOL reports a final newline; FF is "dos" when every line ended in
+	// CRLF (the file then holds LF only), else "unix" (bytes as they are).
+	EOL bool   `json:"eol"`
+	FF  string `json:"ff"`
+}
+
+// proposals owns the private directory proposal files are written to; it
+// is created on first use and removed with everything in it by close.
+type proposals struct {
+	mu     sync.Mutex
+	dir    string
+	closed bool
+}
+
+// write writes contents for Neovim to read. An error (no temporary
+// directory, a full disk) leaves nothing behind; the caller then passes
+// the contents as a string.
+func (p *proposals) write(contents string) (*proposalFile, error) {
+	pf := &proposalFile{EOL: strings.HasSuffix(contents, "\n"), FF: "unix"}
+	text := contents
+	if crlf := strings.Count(contents, "\r\n"); crlf > 0 && crlf == strings.Count(contents, "\n") {
+		pf.FF, text = "dos", strings.ReplaceAll(contents, "\r\n", "\n")
+	}
+	dir, err := p.ensureDir()
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.CreateTemp(dir, "proposal-*")
+	if err != nil {
+		return nil, fmt.Errorf("proposal file: %w", err)
+	}
+	_, werr := f.WriteString(text)
+	cerr := f.Close()
+	if werr != nil || cerr != nil {
+		_ = os.Remove(f.Name())
+		return nil, fmt.Errorf("write proposal file: %w", errors.Join(werr, cerr))
+	}
+	pf.File = f.Name()
+	return pf, nil
+}
+
+func (p *proposals) ensureDir() (string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return "", os.ErrClosed
+	}
+	if p.dir == "" {
+		dir, err := os.MkdirTemp("", "nvim-claude-proposals-")
+		if err != nil {
+			return "", fmt.Errorf("proposal directory: %w", err)
+		}
+		p.dir = dir
+	}
+	return p.dir, nil
+}
+
+// close removes the directory and any proposal Neovim did not remove.
+func (p *proposals) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	if p.dir != "" {
+		_ = os.RemoveAll(p.dir)
+		p.dir = ""
+	}
+}
