@@ -130,11 +130,10 @@ local function buffer_contents(buf)
     end
   end
   local nl = ({ dos = "\r\n", mac = "\r" })[bo.fileformat] or "\n"
-  local s = table.concat(lines, nl)
   if bo.eol or (bo.fixeol and not bo.binary) then
-    s = s .. nl
+    lines[#lines + 1] = "" -- the final line ending, without a second copy of the text
   end
-  return s
+  return table.concat(lines, nl)
 end
 
 local function read_file(path)
