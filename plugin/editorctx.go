@@ -37,8 +37,19 @@ type editorContext struct {
 	app   *App
 	diags *diagCache
 
+	lockMu sync.Mutex // one lock file write at a time (writeLock)
+
 	mu      sync.Mutex
 	folders []string // workspace folders as Lua last reported them
+	// pushed: a workspace_folders push arrived since the server started,
+	// so Lua's diagnostics module is attached and keeps c.folders current.
+	pushed bool
+	pushes uint64 // workspace_folders pushes received
+	// lspEvents: Neovim has LspAttach/LspDetach (0.8+), on which Lua
+	// pushes the folders; on 0.7 a language server starting goes unnoticed
+	// until the next BufEnter. Learnt from the first Workspace answer.
+	lspEvents bool
+	answer    *mcp.ToolResult // getWorkspaceFolders' answer for folders, nil until built
 }
 
 func newContext(a *App) *editorContext {
@@ -98,28 +109,79 @@ func (c *editorContext) handleWorkspaceFolders(raw json.RawMessage) {
 		c.app.log.Warn("workspace_folders: no absolute folder", "folders", p.Folders)
 		return
 	}
-	c.setFolders(folders, true)
+	c.setFolders(folders, true, true)
 }
+
+// serverStopped forgets the pushes: the next server's Lua attaches anew.
+func (c *editorContext) serverStopped() {
+	c.mu.Lock()
+	c.pushed = false
+	c.mu.Unlock()
+}
+
+func (c *editorContext) serverStarted() {}
 
 // setFolders remembers the workspace folders and rewrites the lock file
 // when they changed, or always (Lua sends a list only when it changed, or
 // after the cwd changed, when App has just rewritten the lock with the cwd
-// alone).
-func (c *editorContext) setFolders(folders []string, always bool) {
+// alone). pushed says the list is a workspace_folders push.
+func (c *editorContext) setFolders(folders []string, always, pushed bool) {
 	c.mu.Lock()
 	same := equalStrings(c.folders, folders)
-	c.folders = folders
-	c.mu.Unlock()
-	if same && !always {
-		return
+	if !same {
+		c.folders = folders
+		c.answer = nil
 	}
+	if pushed {
+		c.pushed = true
+		c.pushes++
+	}
+	c.mu.Unlock()
+	if !same || always {
+		c.writeLock()
+	}
+}
+
+// setQueriedFolders is setFolders for a list getWorkspaceFolders asked
+// Neovim for, unless a push arrived since the question (pushes counted
+// then): the push may be the newer, and Lua pushes after every change, so
+// the last push stands.
+func (c *editorContext) setQueriedFolders(folders []string, pushes uint64) {
+	c.mu.Lock()
+	changed := c.pushes == pushes && !equalStrings(c.folders, folders)
+	if changed {
+		c.folders = folders
+		c.answer = nil
+	}
+	c.mu.Unlock()
+	if changed {
+		c.writeLock()
+	}
+}
+
+// writeLock writes the current folders to the lock file. Writes are one
+// at a time and each takes the folders of its moment: the last write has
+// the last list.
+func (c *editorContext) writeLock() {
 	srv := c.app.server()
 	if srv == nil {
 		return
 	}
+	c.lockMu.Lock()
+	defer c.lockMu.Unlock()
+	c.mu.Lock()
+	folders := c.folders
+	c.mu.Unlock()
 	if err := srv.SetWorkspaceFolders(folders); err != nil {
 		c.app.log.Error("rewrite lock file with workspace folders", "err", err)
 	}
+}
+
+// pushCount is the number of workspace_folders pushes received so far.
+func (c *editorContext) pushCount() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pushes
 }
 
 // workspaceFolders is the current cwd followed by the other folders Lua
