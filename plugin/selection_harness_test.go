@@ -110,6 +110,12 @@ func (h *selHarness) attach(t *testing.T) {
 	deadline := time.Now().Add(10 * nvimtest.Slack * time.Second)
 	for {
 		if _, ok := h.sel.latest(); ok {
+			// latest is set before it is broadcast: once sendMu is free,
+			// the broadcast is over and cannot reach the CLI about to
+			// connect (which the greeting sends it to, too).
+			h.sel.sendMu.Lock()
+			//lint:ignore SA2001 an empty critical section: waiting for apply to finish
+			h.sel.sendMu.Unlock()
 			return
 		}
 		if time.Now().After(deadline) {
