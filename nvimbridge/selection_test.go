@@ -379,3 +379,77 @@ return { sharing = require("claude.selection").sharing(), msg = _G.notes[1].msg,
 		t.Fatalf("after a refused selection_share: %+v", res)
 	}
 }
+
+// TestSelectionVisualEnd covers how the move autocmds and the pushes
+// follow the end of visual mode: a push asks the host to pull (which
+// re-arms the autocmds), and a pull's re-arming is not taken for a move.
+func TestSelectionVisualEnd(t *testing.T) {
+	n, b, _ := startSelNvim(t)
+	ctx := context.Background()
+	ignoreSelectionNotifications(t, n)
+	// What Lua sends, noted as it is sent.
+	n.Exec(t, `_G.sent = { updates = {}, dirty = 0 }
+_G.sent_notify = vim.rpcnotify
+local notify = vim.rpcnotify
+vim.rpcnotify = function(chan, method, ...)
+  if method == "selection_update" then
+    table.insert(_G.sent.updates, (...))
+  elseif method == "selection_dirty" then
+    _G.sent.dirty = _G.sent.dirty + 1
+  end
+  return notify(chan, method, ...)
+end`)
+	t.Cleanup(func() { n.Exec(t, `vim.rpcnotify = _G.sent_notify`) })
+	n.Exec(t, `require("claude.selection").attach(...)`, n.ChannelID())
+	t.Cleanup(func() { n.Exec(t, `require("claude.selection").detach()`) })
+	var updates []string
+	counts := func() (int, int) {
+		var sent struct {
+			Updates []string `json:"updates"`
+			Dirty   int      `json:"dirty"`
+		}
+		n.Eval(t, `return { updates = #_G.sent.updates > 0 and _G.sent.updates or nil, dirty = _G.sent.dirty }`, &sent)
+		updates = sent.Updates
+		return len(sent.Updates), sent.Dirty
+	}
+	armed := func() bool {
+		var a bool
+		n.Eval(t, `return require("claude.selection")._debug().armed`, &a)
+		return a
+	}
+	u0, _ := counts() // the state at attach
+
+	// One selection: pushed at once with pull, the autocmds left disarmed.
+	selInput(t, n, "1G1|vl<Esc>")
+	if u, _ := counts(); u != u0+1 {
+		t.Fatalf("%d updates after one selection, want %d", u, u0+1)
+	}
+	last := updates[len(updates)-1]
+	if !strings.Contains(last, `"pull":true`) || !strings.Contains(last, `"text":"he"`) {
+		t.Fatalf("pushed %s, want the selection with pull", last)
+	}
+	if armed() {
+		t.Fatal("the move autocmds are armed after a push that asked for a pull")
+	}
+	// The host's pull: the cursor is where it was as visual mode ended
+	// (the selection stands), and the autocmds come back.
+	st, err := b.PullSelection(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Kind != nvimbridge.SelectionKindKeep || !armed() {
+		t.Fatalf("pull after the push = %+v, armed %v; want keep, armed", st, armed())
+	}
+	// A key that does not move the cursor: Neovim's CursorMoved for the
+	// new autocmds is not a move; they stay armed and nothing is sent.
+	_, d0 := counts()
+	selInput(t, n, "<Esc>")
+	if _, d := counts(); d != d0 || !armed() {
+		t.Fatalf("after a key that did not move: %d selection_dirty (want %d), armed %v", d, d0, armed())
+	}
+	// A real move disarms them and tells the host.
+	selInput(t, n, "j")
+	if _, d := counts(); d != d0+1 || armed() {
+		t.Fatalf("after j: %d selection_dirty (want %d), armed %v", d, d0+1, armed())
+	}
+}

@@ -51,8 +51,9 @@ const (
 // mentions (at_mentioned) and the selection tools.
 //
 // Lua tells it that the cursor moved (selection_dirty, once per quiet
-// period), pushes a selection that just ended (selection_update) and turns
-// sharing on and off (selection_share). One goroutine (run) owns the
+// period), pushes a selection that just ended (selection_update, which may
+// also ask for a pull after the debounce, as selection_dirty does) and
+// turns sharing on and off (selection_share). One goroutine (run) owns the
 // debounce: after debounce_ms it pulls the state from Neovim, lets the
 // coalescer drop stale and duplicate observations and broadcasts the rest.
 // The same goroutine greets a newly connected CLI with the latest selection
@@ -156,7 +157,7 @@ type selEventKind int
 
 const (
 	selDirty     selEventKind = iota // the cursor moved: debounce, then pull
-	selUpdate                        // Lua pushed a state (visual mode ended)
+	selUpdate                        // Lua pushed a state (visual mode ended); pull: then as selDirty
 	selShare                         // sharing turned off: drop a pending pull
 	selFlush                         // pull now if a pull is pending (tools)
 	selConnected                     // a CLI connected: greet it after greetDelay
@@ -173,6 +174,7 @@ type selGreeting struct {
 type selEvent struct {
 	kind   selEventKind
 	state  nvimbridge.SelectionState
+	pull   bool // selUpdate: Lua asks for a pull after the debounce
 	client string
 	reply  chan struct{}
 }
@@ -195,12 +197,15 @@ func (c *selection) handleDirty(json.RawMessage) {
 func (c *selection) handleUpdate(raw json.RawMessage) {
 	var p struct {
 		State nvimbridge.SelectionState `json:"state"`
+		// Pull: Lua left its move autocmds disarmed; the pull after the
+		// debounce re-arms them once the cursor rests.
+		Pull bool `json:"pull"`
 	}
 	if err := json.Unmarshal(raw, &p); err != nil {
 		c.app.log.Warn("selection_update: bad parameters", "err", err)
 		return
 	}
-	c.post(selEvent{kind: selUpdate, state: p.State})
+	c.post(selEvent{kind: selUpdate, state: p.State, pull: p.Pull})
 }
 
 // handleShare turns sharing on or off. It is a request, not a
@@ -253,7 +258,13 @@ func (c *selection) run() {
 			return
 		case ev := <-c.inbox:
 			switch ev.kind {
-			case selDirty:
+			case selDirty, selUpdate:
+				if ev.kind == selUpdate {
+					c.apply(&ev.state)
+					if !ev.pull {
+						break
+					}
+				}
 				if !pending && c.isSharing() {
 					pending = true
 					// Poll at half the debounce: the cursor counts as
@@ -262,8 +273,6 @@ func (c *selection) run() {
 					// 0.5–1 debounce after the last move.
 					debounce.Reset(c.debounceDur() / 2)
 				}
-			case selUpdate:
-				c.apply(&ev.state)
 			case selShare:
 				if pending {
 					selStopTimer(debounce)

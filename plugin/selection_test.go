@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -274,6 +275,47 @@ func TestSelectionPullRetried(t *testing.T) {
 			ed.mu.Unlock()
 			if sent != tt.wantSent || pulls != tt.wantPulls {
 				t.Fatalf("pulls %d, latest set %v; want %d, %v", pulls, sent, tt.wantPulls, tt.wantSent)
+			}
+		})
+	}
+}
+
+// TestSelectionUpdatePull: a pushed selection that asks for a pull (Lua
+// left its move autocmds disarmed as visual mode ended) gets one after the
+// debounce, as selection_dirty does; one that does not ask gets none.
+func TestSelectionUpdatePull(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		params    string
+		wantPulls int
+	}{
+		{"pull", `{"state":{"seq":1,"kind":"selection","path":"/p/a.go","text":"x"},"pull":true}`, 1},
+		{"no pull", `{"state":{"seq":1,"kind":"selection","path":"/p/a.go","text":"x"}}`, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ed := &selFlakyEditor{}
+			a := New(Options{Editor: ed})
+			defer a.Close()
+			var c *selection
+			for _, comp := range a.components {
+				if s, ok := comp.(*selection); ok {
+					c = s
+				}
+			}
+			c.setSharing(true, time.Millisecond)
+			c.mu.Lock()
+			c.holdDebounce = true // the pull stays pending until the flush
+			c.mu.Unlock()
+			c.handleUpdate(json.RawMessage(tt.params))
+			c.flush(context.Background()) // runs a pending pull now
+			if p, ok := c.latest(); !ok || p.FilePath != "/p/a.go" {
+				t.Fatalf("latest after the update = %+v, %v", p, ok)
+			}
+			ed.mu.Lock()
+			pulls := ed.pulls
+			ed.mu.Unlock()
+			if pulls != tt.wantPulls {
+				t.Fatalf("%d pulls, want %d", pulls, tt.wantPulls)
 			}
 		})
 	}

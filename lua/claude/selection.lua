@@ -14,6 +14,14 @@
 -- so it is gathered from the '< and '> marks right away and pushed
 -- (selection_update), and stays "sticky" until the cursor really moves, so
 -- that selecting lines and then going to the Claude terminal keeps them.
+-- The push also asks the host to pull after the debounce (pull = true),
+-- which re-arms the move autocmds once the cursor rests: re-arming them
+-- right away would cost a Lua call on the next key and a selection_dirty on
+-- the one after, for every selection made (make bench, scenario 1).
+--
+-- Disarming clears the group's CursorMoved/CursorMovedI autocmds, and the
+-- blockwise `$` tracker has a group of its own: nvim_del_autocmd looks an id
+-- up among every autocmd there is.
 local config = require("claude.config")
 local util = require("claude.util")
 
@@ -30,10 +38,12 @@ local visual_modes = { v = "v", V = "V", ["\22"] = "\22", s = "v", S = "V", ["\1
 local S = {
   chan = nil, -- the Go host's channel; nil = not tracking
   group = nil, -- augroup id while tracking
-  moves = {}, -- ids of the one-shot CursorMoved/CursorMovedI autocmds; empty = disarmed
+  armed = false, -- the one-shot CursorMoved/CursorMovedI autocmds exist (in group)
+  armpos = nil, -- {win, buf, lnum, col}: where the cursor was when they were made
   dirty_at = 0, -- when selection_dirty was last sent (re-armed if no pull came)
   snap = nil, -- where the cursor was when it started moving (or at the last pull)
-  block = nil, -- autocmd id noting `$` while in blockwise visual mode
+  blockgroup = nil, -- augroup of the autocmd noting `$` in blockwise visual mode
+  block = false, -- that autocmd exists
   debounce = 50,
   seq = 0, -- orders our observations for the host (newest wins)
   vwin = nil, -- window where visual mode began
@@ -46,10 +56,24 @@ local pref = nil -- :ClaudeShare's choice; nil follows the selection.track optio
 
 -- Files -------------------------------------------------------------------
 
+-- buf_opt reads a buffer option without vim.bo's per-access table (it runs
+-- as visual mode ends): nvim_get_option_value takes {buf} since 0.8;
+-- nvim_buf_get_option, deprecated there, serves 0.7.
+local buf_opt
+if pcall(api.nvim_get_option_value, "buftype", { buf = 0 }) then
+  local opts = { buf = 0 }
+  buf_opt = function(buf, name)
+    opts.buf = buf
+    return api.nvim_get_option_value(name, opts)
+  end
+else
+  buf_opt = api.nvim_buf_get_option
+end
+
 --- The file a buffer shows, or nil when it is not a plain file on disk
 --- (terminal, help, quickfix, nofile, scratch, URI-named buffers …).
 function M.file_path(buf)
-  if not api.nvim_buf_is_valid(buf) or vim.bo[buf].buftype ~= "" then
+  if not api.nvim_buf_is_valid(buf) or buf_opt(buf, "buftype") ~= "" then
     return nil
   end
   local name = api.nvim_buf_get_name(buf)
@@ -152,9 +176,21 @@ local function cell(line, i, vcol, ts, listtab)
   return #ch, api.nvim_strwidth(ch)
 end
 
-local function tab_opts(buf)
-  local listtab = vim.wo.list and not vim.wo.listchars:find("tab:", 1, true)
-  return vim.bo[buf].tabstop, listtab
+-- win_opt is buf_opt for window options (nvim_win_get_option on 0.7).
+local win_opt
+if pcall(api.nvim_get_option_value, "list", { win = 0 }) then
+  local opts = { win = 0 }
+  win_opt = function(win, name)
+    opts.win = win
+    return api.nvim_get_option_value(name, opts)
+  end
+else
+  win_opt = api.nvim_win_get_option
+end
+
+local function tab_opts(win, buf)
+  local listtab = win_opt(win, "list") and not win_opt(win, "listchars"):find("tab:", 1, true)
+  return buf_opt(buf, "tabstop"), listtab
 end
 
 -- vspan is the first and last display column (0-based) of the character at
@@ -249,9 +285,9 @@ local function prev_char(line, col)
 end
 
 -- region builds the state for a selection between p1 and p2 ({l = 1-based
--- line, c = 0-based byte}) of buf in visual mode vmode ("v", "V", "\22").
--- The text is what `y` would yank.
-local function region(buf, path, vmode, p1, p2, dollar)
+-- line, c = 0-based byte}) of buf, shown in win, in visual mode vmode ("v",
+-- "V", "\22"). The text is what `y` would yank.
+local function region(win, buf, path, vmode, p1, p2, dollar)
   if p2.l < p1.l or (p2.l == p1.l and p2.c < p1.c) then
     p1, p2 = p2, p1
   end
@@ -294,7 +330,12 @@ local function region(buf, path, vmode, p1, p2, dollar)
       -- on the line break: it is selected, unless this is the last line
       newline = p2.l < nlines or eol_break
     else
-      stop = ec + #fn.strpart(last, ec, 1, 1)
+      local b, nb = last:byte(ec + 1, ec + 2)
+      if b < 128 and (nb == nil or nb < 128) then
+        stop = ec + 1 -- one ASCII character, no composing one after it
+      else
+        stop = ec + #fn.strpart(last, ec, 1, 1)
+      end
     end
     local parts = {}
     if #lines == 1 then
@@ -317,7 +358,7 @@ local function region(buf, path, vmode, p1, p2, dollar)
   end
 
   -- blockwise
-  local ts, listtab = tab_opts(buf)
+  local ts, listtab = tab_opts(win, buf)
   local s1, e1 = vspan(first, p1.c, ts, listtab)
   local s2, e2 = vspan(last, p2.c, ts, listtab)
   local left, right = s1, e1
@@ -377,24 +418,32 @@ local function visual_live(buf, path, mode)
   local c = api.nvim_win_get_cursor(0)
   local vmode = visual_modes[mode]
   local dollar = vmode == "\22" and fn.getcurpos()[5] >= MAXCOL
-  return region(buf, path, vmode, { l = v[2], c = v[3] - 1 }, { l = c[1], c = c[2] }, dollar)
+  return region(0, buf, path, vmode, { l = v[2], c = v[3] - 1 }, { l = c[1], c = c[2] }, dollar)
 end
 
--- visual_last is the visual selection that just ended, from its marks.
-local function visual_last(buf, path)
+-- ended_mode is the mode of the visual selection that just ended, and for
+-- a block whether it extends to the end of every line (`$`).
+local function ended_mode()
   local vmode = visual_modes[fn.visualmode()] or "v"
-  local s, e = fn.getpos("'<"), fn.getpos("'>")
-  if s[2] == 0 or e[2] == 0 then
-    return nil
-  end
-  local p1, p2 = { l = s[2], c = s[3] - 1 }, { l = e[2], c = e[3] - 1 }
   -- `$` leaves curswant at MAXCOL, unless an operator (y, d) has already
   -- moved the cursor: then the last move in the block told.
-  local dollar = vmode == "\22" and (fn.getcurpos()[5] >= MAXCOL or S.dollar)
+  return vmode, vmode == "\22" and (fn.getcurpos()[5] >= MAXCOL or S.dollar)
+end
+
+-- visual_last is the visual selection that ended last in buf (shown in
+-- win), from its marks; vmode and dollar are ended_mode()'s as it ended.
+local function visual_last(win, buf, path, vmode, dollar)
+  -- {line, 0-based byte} like getpos()'s [1..2] less one column, without
+  -- a Vim function call (a `$` end is v:maxcol either way)
+  local s, e = api.nvim_buf_get_mark(buf, "<"), api.nvim_buf_get_mark(buf, ">")
+  if s[1] == 0 or e[1] == 0 then
+    return nil
+  end
+  local p1, p2 = { l = s[1], c = s[2] }, { l = e[1], c = e[2] }
   if vmode == "V" then
     p1.c, p2.c = 0, 0
   end
-  return region(buf, path, vmode, p1, p2, dollar)
+  return region(win, buf, path, vmode, p1, p2, dollar)
 end
 
 -- sticky_holds reports whether the selection kept after visual mode still
@@ -476,14 +525,16 @@ local function same(a, b)
   return a and b and a[1] == b[1] and a[2] == b[2] and a[3] == b[3] and a[4] == b[4] and a[5] == b[5]
 end
 
-local arm
+local function disarm()
+  if S.armed then
+    S.armed, S.armpos = false, nil
+    pcall(api.nvim_clear_autocmds, { group = S.group, event = { "CursorMoved", "CursorMovedI" } })
+  end
+end
 
 -- dirty tells the host that the state changed: it pulls after the debounce.
 local function dirty()
-  for _, id in ipairs(S.moves) do
-    pcall(api.nvim_del_autocmd, id)
-  end
-  S.moves = {}
+  disarm()
   S.snap = snapshot()
   S.dirty_at = uv.now()
   send("selection_dirty")
@@ -491,13 +542,15 @@ end
 
 -- on_move is the one-shot move autocmd: it runs once per quiet period.
 local function on_move()
-  local sticky = S.sticky
-  if sticky and api.nvim_get_current_win() == sticky.win and api.nvim_get_current_buf() == sticky.buf then
+  local p = S.armpos
+  if p and api.nvim_get_current_win() == p[1] and api.nvim_get_current_buf() == p[2] then
     local c = api.nvim_win_get_cursor(0)
-    if c[1] == sticky.lnum and c[2] == sticky.col then
-      -- the cursor only settled after visual mode (Esc from `$`, an
-      -- operator): keep the selection, wait for a real move
-      arm()
+    if c[1] == p[3] and c[2] == p[4] then
+      -- Not a move: Neovim fires CursorMoved for the first check after the
+      -- autocmd appears when the cursor is elsewhere than at the last
+      -- CursorMoved, however long ago. Likewise when the cursor only
+      -- settled after visual mode (Esc from `$`, an operator): the sticky
+      -- selection stays until a real move.
       return
     end
   end
@@ -505,60 +558,67 @@ local function on_move()
 end
 
 -- arm installs the one-shot move autocmds.
-arm = function()
-  if not S.group or #S.moves > 0 then
+local function arm()
+  if not S.group or S.armed then
     return
   end
   local opts = { group = S.group, desc = "nvim-claude: note that the cursor moved (once per quiet period)", callback = on_move }
-  S.moves = {
-    api.nvim_create_autocmd("CursorMoved", opts),
-    api.nvim_create_autocmd("CursorMovedI", opts),
-  }
+  api.nvim_create_autocmd("CursorMoved", opts)
+  api.nvim_create_autocmd("CursorMovedI", opts)
+  local c = api.nvim_win_get_cursor(0)
+  S.armed, S.armpos = true, { api.nvim_get_current_win(), api.nvim_get_current_buf(), c[1], c[2] }
 end
 
 -- changed handles events that always count (a buffer entered, visual mode
 -- started): tell the host unless it already knows; and if a pull never
 -- came (the host was busy and gave up), start over rather than stall.
 local function changed()
-  if #S.moves > 0 or uv.now() - S.dirty_at > 2000 then
+  if S.armed or uv.now() - S.dirty_at > 2000 then
     dirty()
   end
 end
 
--- push sends the selection that just ended now, not after the debounce,
--- and keeps it until the cursor moves.
-local function push(st)
+-- push sends a selection now, not after the debounce, and keeps it until
+-- the cursor moves. With pull, the host also pulls after the debounce
+-- (which re-arms the move autocmds once the cursor rests), as after a
+-- selection_dirty.
+local function push(st, win, buf, pull)
   if not st then
-    return
+    return false
   end
   local c = api.nvim_win_get_cursor(0)
-  S.sticky = {
-    win = api.nvim_get_current_win(),
-    buf = api.nvim_get_current_buf(),
-    lnum = c[1],
-    col = c[2],
-    state = st,
-  }
-  send("selection_update", { state = next_seq(st) })
+  S.sticky = { win = win, buf = buf, lnum = c[1], col = c[2], state = st }
+  if pull then
+    disarm()
+    S.snap = { win, buf, c[1], c[2], api.nvim_get_mode().mode }
+    S.dirty_at = uv.now()
+  end
+  send("selection_update", { state = next_seq(st), pull = pull or nil })
+  return pull
 end
 
+-- visual_ended pushes the selection that just ended. It returns true when
+-- the host was asked to pull (which re-arms the move autocmds).
 local function visual_ended()
   local win, buf = api.nvim_get_current_win(), api.nvim_get_current_buf()
   if S.vwin and S.vwin ~= win then
-    return -- Neovim 0.7 ends visual mode in the window switched to; WinLeave sent it
+    return false -- Neovim 0.7 ends visual mode in the window switched to; WinLeave sent it
   end
   S.vwin = nil
   local path = M.file_path(buf)
   if not path then
-    return
+    return false
   end
   S.last_editor = win
   if M.denied(path) then
     S.sticky = nil
-    send("selection_update", { state = next_seq({ kind = "denied" }) })
-    return
+    disarm()
+    S.snap, S.dirty_at = snapshot(), uv.now()
+    send("selection_update", { state = next_seq({ kind = "denied" }), pull = true })
+    return true
   end
-  push(visual_last(buf, path))
+  local vmode, dollar = ended_mode()
+  return push(visual_last(win, buf, path, vmode, dollar), win, buf, true)
 end
 
 -- left_in_visual handles a window switch during visual mode (Neovim 0.7:
@@ -573,7 +633,7 @@ local function left_in_visual()
   if not path or M.denied(path) then
     return
   end
-  push(visual_live(buf, path, mode))
+  push(visual_live(buf, path, mode), api.nvim_get_current_win(), buf, false)
 end
 
 -- Tracking --------------------------------------------------------------------
@@ -581,32 +641,42 @@ end
 -- block_tracking notes, while a blockwise selection is made, whether `$`
 -- was used: an operator (y, d) moves the cursor before visual mode ends,
 -- and curswant with it. Only blockwise visual mode pays for this.
+local function note_dollar()
+  S.dollar = fn.getcurpos()[5] >= MAXCOL
+end
+
 local function block_tracking(on)
   S.dollar = false
   if S.block then
-    pcall(api.nvim_del_autocmd, S.block)
-    S.block = nil
+    S.block = false
+    pcall(api.nvim_clear_autocmds, { group = S.blockgroup })
   end
   if on and S.group then
-    S.block = api.nvim_create_autocmd("CursorMoved", {
-      group = S.group,
+    api.nvim_create_autocmd("CursorMoved", {
+      group = S.blockgroup,
       desc = "nvim-claude: note `$` in a blockwise selection",
-      callback = function()
-        S.dollar = fn.getcurpos()[5] >= MAXCOL
-      end,
+      callback = note_dollar,
     })
+    S.block = true
   end
 end
 
+-- mode_change splits ModeChanged's match ("old:new") into the first
+-- characters of both modes (vim.v.event would convert a dict).
+local function mode_change(match)
+  local i = match:find(":", 1, true) or 0
+  return match:sub(1, 1), match:sub(i + 1, i + 1)
+end
+
 local function stop_tracking(tell_host)
-  if S.group then
-    pcall(api.nvim_del_augroup_by_id, S.group)
+  for _, g in pairs({ S.group, S.blockgroup }) do
+    pcall(api.nvim_del_augroup_by_id, g)
   end
   if tell_host and S.chan then
     request(S.chan, "selection_share", { on = false })
   end
   S.group, S.chan, S.sticky, S.vwin, S.last_editor = nil, nil, nil, nil, nil
-  S.moves, S.block, S.snap = {}, nil, nil
+  S.blockgroup, S.armed, S.armpos, S.block, S.snap = nil, false, nil, false, nil
 end
 
 local function start_tracking(chan)
@@ -614,8 +684,9 @@ local function start_tracking(chan)
     return
   end
   S.chan = chan
-  S.moves, S.block, S.snap, S.dirty_at, S.sticky, S.vwin = {}, nil, nil, 0, nil, nil
+  S.armed, S.armpos, S.block, S.snap, S.dirty_at, S.sticky, S.vwin = false, nil, false, nil, 0, nil, nil
   S.debounce = config.options.selection.debounce_ms
+  S.blockgroup = api.nvim_create_augroup("nvim-claude-selection-block", { clear = true })
   S.group = api.nvim_create_augroup("nvim-claude-selection", { clear = true })
   local au = function(ev, opts)
     opts.group = S.group
@@ -625,24 +696,26 @@ local function start_tracking(chan)
   au("ModeChanged", {
     pattern = "*:[vV\22sS\19]*",
     desc = "nvim-claude: share the visual selection as it grows",
-    callback = function()
-      local old = vim.v.event.old_mode:sub(1, 1)
+    callback = function(ev)
+      local old, new = mode_change(ev.match)
       if not visual_modes[old] then
         S.vwin = api.nvim_get_current_win()
       end
-      block_tracking(visual_modes[vim.v.event.new_mode:sub(1, 1)] == "\22")
+      block_tracking(visual_modes[new] == "\22")
       changed()
     end,
   })
   au("ModeChanged", {
     pattern = "[vV\22sS\19]*:*",
     desc = "nvim-claude: send the visual selection as it ends",
-    callback = function()
-      local new = vim.v.event.new_mode:sub(1, 1)
+    callback = function(ev)
+      local _, new = mode_change(ev.match)
       if not visual_modes[new] then
-        visual_ended()
+        local pulled = visual_ended()
         block_tracking(false)
-        arm()
+        if not pulled then
+          arm()
+        end
       end
     end,
   })
@@ -815,7 +888,7 @@ M._visual_last = visual_last
 function M._debug()
   return {
     tracking = S.group ~= nil,
-    armed = #S.moves > 0,
+    armed = S.armed,
     sticky = S.sticky and S.sticky.state or nil,
     seq = S.seq,
   }
