@@ -382,9 +382,11 @@ return { sharing = require("claude.selection").sharing(), msg = _G.notes[1].msg,
 
 // TestSelectionVisualEnd covers how the move autocmds and the pushes
 // follow the end of visual mode: a push asks the host to pull (which
-// re-arms the autocmds), and a pull's re-arming is not taken for a move.
+// re-arms the autocmds), a pull's re-arming is not taken for a move, and
+// selections ending in a rapid series (one typeahead here) are not pushed
+// one by one: the pull gathers the last.
 func TestSelectionVisualEnd(t *testing.T) {
-	n, b, _ := startSelNvim(t)
+	n, b, path := startSelNvim(t)
 	ctx := context.Background()
 	ignoreSelectionNotifications(t, n)
 	// What Lua sends, noted as it is sent.
@@ -451,5 +453,52 @@ end`)
 	selInput(t, n, "j")
 	if _, d := counts(); d != d0+1 || armed() {
 		t.Fatalf("after j: %d selection_dirty (want %d), armed %v", d, d0+1, armed())
+	}
+
+	// Three selections in one go: the first is pushed, the others are
+	// noted; the host's pull (the cursor moved since the push: wait, then
+	// at rest) gathers the last one.
+	st, _ = b.PullSelection(ctx, true) // at rest, armed again
+	// Not part of a series with the selection above (RAPID_MS apart).
+	time.Sleep(40 * time.Millisecond)
+	u1, _ := counts()
+	selInput(t, n, "1G1|vl<Esc>2GVj<Esc>6G1|<C-v>jl<Esc>")
+	if u, _ := counts(); u != u1+1 {
+		t.Fatalf("%d updates after a rapid series of three selections, want 1", u-u1)
+	}
+	st, err = b.PullSelection(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Kind != nvimbridge.SelectionKindWait {
+		t.Fatalf("first pull after the series = %+v, want wait", st)
+	}
+	st, err = b.PullSelection(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := selState{Kind: "selection", Path: path, Text: "sho\na\x01", Start: selPosAt(5, 0), End: selPosAt(6, 2)}
+	if st.Seq == 0 {
+		t.Fatalf("pull at rest = %+v, want a new observation", st)
+	}
+	st.Seq = 0
+	if st != want {
+		t.Fatalf("pull at rest = %+v\nwant %+v", st, want)
+	}
+	// Returned once; after that it stands (keep), as a pushed one does.
+	st, _ = b.PullSelection(ctx, false)
+	if st.Kind != nvimbridge.SelectionKindKeep {
+		t.Fatalf("next pull = %+v, want keep", st)
+	}
+	var cur selState
+	if cur, err = b.CurrentSelection(ctx); err != nil || cur.Text != want.Text {
+		t.Fatalf("current = %+v, %v; want text %q", cur, err, want.Text)
+	}
+	// It is what `y` yanks (the control character is two cells wide).
+	selInput(t, n, "gvy")
+	var reg string
+	n.Eval(t, `return vim.fn.getreg('"')`, &reg)
+	if reg != want.Text {
+		t.Fatalf("gvy yanked %q, the pull returned %q", reg, want.Text)
 	}
 }

@@ -19,6 +19,12 @@
 -- right away would cost a Lua call on the next key and a selection_dirty on
 -- the one after, for every selection made (make bench, scenario 1).
 --
+-- Selections that end in quick succession (a macro, a mapping, a script:
+-- less than RAPID_MS after the previous one, while the host has a pull
+-- coming) are not pushed one by one: like cursor moves, the last one is
+-- gathered when the host pulls once things are at rest. Only its cursor
+-- position and mode are noted as it ends.
+--
 -- Disarming clears the group's CursorMoved/CursorMovedI autocmds, and the
 -- blockwise `$` tracker has a group of its own: nvim_del_autocmd looks an id
 -- up among every autocmd there is.
@@ -31,6 +37,9 @@ local uv = util.uv
 local M = {}
 
 local MAXCOL = 2147483647
+-- Visual selections ending less than this apart are a scripted series (a
+-- macro, a mapping); no one ends two by hand that fast.
+local RAPID_MS = 20
 -- Visual and Select modes, as the first character of mode().
 local visual_modes = { v = "v", V = "V", ["\22"] = "\22", s = "v", S = "V", ["\19"] = "\22" }
 
@@ -49,6 +58,9 @@ local S = {
   vwin = nil, -- window where visual mode began
   dollar = false, -- the block being made extends to the end of every line
   sticky = nil, -- {win, buf, lnum, col, state}: a selection kept after visual mode ended
+  -- (ended in a rapid series: state gathered when first needed, from path,
+  -- vmode and dollar; unsent until a pull has returned it)
+  ended_at = 0, -- uv.now() when visual mode last ended
   last_editor = nil, -- the last window that showed a file (the "active editor")
 }
 
@@ -446,20 +458,35 @@ local function visual_last(win, buf, path, vmode, dollar)
   return region(win, buf, path, vmode, p1, p2, dollar)
 end
 
+-- gather_sticky gathers the state of a sticky selection noted in a rapid
+-- series (from the marks, which stay until the next selection ends).
+local function gather_sticky(sticky)
+  if not sticky.state and api.nvim_buf_is_valid(sticky.buf) then
+    local win = api.nvim_win_is_valid(sticky.win) and sticky.win or 0
+    sticky.state = visual_last(win, sticky.buf, sticky.path, sticky.vmode, sticky.dollar)
+  end
+  return sticky.state
+end
+
 -- sticky_holds reports whether the selection kept after visual mode still
 -- stands for win showing buf: the cursor has not moved since (a plugin or
--- the API can move it without CursorMoved in that window).
+-- the API can move it without CursorMoved in that window). One that ended
+-- in a rapid series is gathered now, the first time it is asked for.
 local function sticky_holds(win, buf)
   local sticky = S.sticky
   if not sticky or sticky.win ~= win or sticky.buf ~= buf then
     return false
   end
   local ok, c = pcall(api.nvim_win_get_cursor, win)
-  if ok and c[1] == sticky.lnum and c[2] == sticky.col then
-    return true
+  if not (ok and c[1] == sticky.lnum and c[2] == sticky.col) then
+    S.sticky = nil
+    return false
   end
-  S.sticky = nil
-  return false
+  if not gather_sticky(sticky) then
+    S.sticky = nil
+    return false
+  end
+  return true
 end
 
 local function next_seq(st)
@@ -486,6 +513,10 @@ local function current_state()
     return visual_live(buf, path, mode)
   end
   if sticky_holds(win, buf) then
+    if S.sticky.unsent then
+      S.sticky.unsent = nil
+      return S.sticky.state
+    end
     return { kind = "keep" }
   end
   S.sticky = nil
@@ -598,9 +629,13 @@ local function push(st, win, buf, pull)
 end
 
 -- visual_ended pushes the selection that just ended. It returns true when
--- the host was asked to pull (which re-arms the move autocmds).
+-- the host was asked to pull or has a pull coming (which re-arms the move
+-- autocmds).
 local function visual_ended()
   local win, buf = api.nvim_get_current_win(), api.nvim_get_current_buf()
+  local now = uv.now()
+  local rapid = now - S.ended_at < RAPID_MS and not S.armed
+  S.ended_at = now
   if S.vwin and S.vwin ~= win then
     return false -- Neovim 0.7 ends visual mode in the window switched to; WinLeave sent it
   end
@@ -613,11 +648,18 @@ local function visual_ended()
   if M.denied(path) then
     S.sticky = nil
     disarm()
-    S.snap, S.dirty_at = snapshot(), uv.now()
+    S.snap, S.dirty_at = snapshot(), now
     send("selection_update", { state = next_seq({ kind = "denied" }), pull = true })
     return true
   end
   local vmode, dollar = ended_mode()
+  if rapid then
+    -- Part of a rapid series, and the move autocmds are disarmed: the host
+    -- has a pull coming, which gathers this one if it is still the last.
+    local c = api.nvim_win_get_cursor(0)
+    S.sticky = { win = win, buf = buf, lnum = c[1], col = c[2], path = path, vmode = vmode, dollar = dollar, unsent = true }
+    return true
+  end
   return push(visual_last(win, buf, path, vmode, dollar), win, buf, true)
 end
 
@@ -685,6 +727,7 @@ local function start_tracking(chan)
   end
   S.chan = chan
   S.armed, S.armpos, S.block, S.snap, S.dirty_at, S.sticky, S.vwin = false, nil, false, nil, 0, nil, nil
+  S.ended_at = 0
   S.debounce = config.options.selection.debounce_ms
   S.blockgroup = api.nvim_create_augroup("nvim-claude-selection-block", { clear = true })
   S.group = api.nvim_create_augroup("nvim-claude-selection", { clear = true })
@@ -889,7 +932,7 @@ function M._debug()
   return {
     tracking = S.group ~= nil,
     armed = S.armed,
-    sticky = S.sticky and S.sticky.state or nil,
+    sticky = S.sticky and gather_sticky(S.sticky) or nil,
     seq = S.seq,
   }
 end
