@@ -749,3 +749,43 @@ func TestContextDiagnosticsPush(t *testing.T) {
 	e.Exec(t, `require("claude.diagnostics").detach() vim.diagnostic.set(_G.ns, 0, {{ lnum = 0, col = 0, message = "late" }})`)
 	p.none(t, e, "diagnostics_changed")
 }
+
+// TestEditorsUnmarshal: ctx_editors packs its buffers in one string; the
+// plain JSON encoding of Editors decodes too.
+func TestEditorsUnmarshal(t *testing.T) {
+	cur := &nvimbridge.CurrentFile{Path: "/p/a.go", Filetype: "go", LineCount: 3, Line: 1, Character: 2}
+	tests := []struct {
+		name    string
+		in      string
+		want    nvimbridge.Editors
+		wantErr bool
+	}{
+		{"packed", `{"packed":"3 42 6 go\u0000/p/a.go\u00007 0 1 \u0000/p/odd name\nwith ü\u0000","current":{"path":"/p/a.go","filetype":"go","line_count":3,"line":1,"character":2}}`,
+			nvimbridge.Editors{Buffers: []nvimbridge.Buffer{
+				{Bufnr: 3, Path: "/p/a.go", Filetype: "go", Active: true, Loaded: true, LineCount: 42},
+				{Bufnr: 7, Path: "/p/odd name\nwith ü", Modified: true},
+			}, Current: cur}, false},
+		{"packed, none", `{"packed":""}`, nvimbridge.Editors{Buffers: []nvimbridge.Buffer{}}, false},
+		{"plain", `{"buffers":[{"bufnr":1,"path":"/p/a.go","filetype":"go","modified":true,"active":false,"loaded":true,"line_count":5}],"current":null}`,
+			nvimbridge.Editors{Buffers: []nvimbridge.Buffer{{Bufnr: 1, Path: "/p/a.go", Filetype: "go", Modified: true, Loaded: true, LineCount: 5}}}, false},
+		{"packed, no path", `{"packed":"3 42 6 go"}`, nvimbridge.Editors{}, true},
+		{"packed, unterminated path", `{"packed":"3 42 6 go\u0000/p/a.go"}`, nvimbridge.Editors{}, true},
+		{"packed, short record", `{"packed":"3 42\u0000/p/a.go\u0000"}`, nvimbridge.Editors{}, true},
+		{"packed, bad number", `{"packed":"x 42 6 go\u0000/p/a.go\u0000"}`, nvimbridge.Editors{}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got nvimbridge.Editors
+			err := json.Unmarshal([]byte(tt.in), &got)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tt.wantErr)
+			}
+			if tt.wantErr {
+				return
+			}
+			if g, w := mustJSON(got), mustJSON(tt.want); g != w {
+				t.Fatalf("got  %s\nwant %s", g, w)
+			}
+		})
+	}
+}
