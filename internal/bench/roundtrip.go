@@ -339,7 +339,7 @@ func runRoundTrip(ctx context.Context, r *runner) (*section, error) {
 	}
 
 	sec.printf("Each round measures three peers in turn (the order alternates between rounds): the host answering `%s` "+
-		"(a tools/call that asks Neovim for the workspace — one msgpack-RPC round trip into Neovim's main loop), the host answering a JSON-RPC `ping` "+
+		"(a tools/call; on Neovim 0.8+ the host answers it from the folders Lua pushed, after a first call that asks Neovim), the host answering a JSON-RPC `ping` "+
 		"(WebSocket + JSON-RPC only, no Neovim), and a bare gorilla/websocket echo server (`internal/bench/echo`, a separate process, "+
 		"default buffer sizes) that writes the same request frame back. The client is the same code for all three: write one frame, "+
 		"read frames until the one carrying the request's id (it decodes the envelope of every frame it reads, echo included). "+
@@ -385,7 +385,7 @@ func runRoundTrip(ctx context.Context, r *runner) (*section, error) {
 	}
 	pp50, pr := per(ping, p50), per(ping, rate)
 	sec.printf("\nMedians: %s p50 %s (%s echo); ping p50 %s (%s echo), %.0f calls/s (%s echo). "+
-		"The difference between the tool call and ping is the round trip into Neovim.\n",
+		"The difference between the tool call and ping is the tool's dispatch and its larger answer.\n",
 		hostWhat, fmtMS(hp50.median()), fmtRatio(r50.median()), fmtMS(pp50.median()), fmtRatio(ratios(pp50, ep50).median()),
 		pr.median(), fmtRatio(ratios(pr, er).median()))
 	return sec, nil
