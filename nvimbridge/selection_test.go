@@ -454,6 +454,15 @@ end`)
 	if _, d := counts(); d != d0+1 || armed() {
 		t.Fatalf("after j: %d selection_dirty (want %d), armed %v", d, d0+1, armed())
 	}
+	// So does entering visual mode without moving.
+	if _, err := b.PullSelection(ctx, true); err != nil || !armed() {
+		t.Fatalf("forced pull: %v, armed %v", err, armed())
+	}
+	selInput(t, n, "v")
+	if _, d := counts(); d != d0+2 || armed() {
+		t.Fatalf("after v: %d selection_dirty (want %d), armed %v", d, d0+2, armed())
+	}
+	selInput(t, n, "<Esc>")
 
 	// Three selections in one go: the first is pushed, the others are
 	// noted; the host's pull (the cursor moved since the push: wait, then
@@ -500,5 +509,28 @@ end`)
 	n.Eval(t, `return vim.fn.getreg('"')`, &reg)
 	if reg != want.Text {
 		t.Fatalf("gvy yanked %q, the pull returned %q", reg, want.Text)
+	}
+
+	// Arming and disarming over and over leaves no autocmd behind.
+	for i := 0; i < 5; i++ {
+		if _, err := b.PullSelection(ctx, true); err != nil {
+			t.Fatal(err)
+		}
+		selInput(t, n, "jvj<Esc>")
+	}
+	var acs struct {
+		Moves, Modes int
+		Armed        bool
+	}
+	n.Eval(t, `local function count(ev)
+  return #vim.api.nvim_get_autocmds({ group = "nvim-claude-selection", event = ev })
+end
+return { Moves = count("CursorMoved") + count("CursorMovedI"), Modes = count("ModeChanged"), Armed = require("claude.selection")._debug().armed }`, &acs)
+	wantMoves, wantModes := 0, 2
+	if acs.Armed {
+		wantMoves, wantModes = 2, 3
+	}
+	if acs.Moves != wantMoves || acs.Modes != wantModes {
+		t.Fatalf("after five arm/disarm cycles: %+v; want %d move and %d ModeChanged autocmds", acs, wantMoves, wantModes)
 	}
 }

@@ -25,9 +25,10 @@
 -- gathered when the host pulls once things are at rest. Only its cursor
 -- position and mode are noted as it ends.
 --
--- Disarming clears the group's CursorMoved/CursorMovedI autocmds, and the
--- blockwise `$` tracker has a group of its own: nvim_del_autocmd looks an id
--- up among every autocmd there is.
+-- Entering visual mode runs no Lua unless the move autocmds are armed (one
+-- more of them notes it) or the mode is blockwise. Disarming clears them by
+-- event and pattern, and the blockwise `$` tracker has a group of its own:
+-- nvim_del_autocmd looks an id up among every autocmd there is.
 local config = require("claude.config")
 local util = require("claude.util")
 
@@ -55,7 +56,7 @@ local S = {
   block = false, -- that autocmd exists
   debounce = 50,
   seq = 0, -- orders our observations for the host (newest wins)
-  vwin = nil, -- window where visual mode began
+  vwin = nil, -- window visual mode began in, once left during it (Neovim 0.7)
   dollar = false, -- the block being made extends to the end of every line
   sticky = nil, -- {win, buf, lnum, col, state}: a selection kept after visual mode ended
   -- (ended in a rapid series: state gathered when first needed, from path,
@@ -556,10 +557,15 @@ local function same(a, b)
   return a and b and a[1] == b[1] and a[2] == b[2] and a[3] == b[3] and a[4] == b[4] and a[5] == b[5]
 end
 
+-- ModeChanged patterns: entering a visual or select mode (from any mode,
+-- another visual one too), a blockwise one, and leaving one.
+local TO_VISUAL, TO_BLOCK, FROM_VISUAL = "*:[vV\22sS\19]*", "*:[\22\19]*", "[vV\22sS\19]*:*"
+
 local function disarm()
   if S.armed then
     S.armed, S.armpos = false, nil
     pcall(api.nvim_clear_autocmds, { group = S.group, event = { "CursorMoved", "CursorMovedI" } })
+    pcall(api.nvim_clear_autocmds, { group = S.group, event = "ModeChanged", pattern = TO_VISUAL })
   end
 end
 
@@ -588,7 +594,8 @@ local function on_move()
   dirty()
 end
 
--- arm installs the one-shot move autocmds.
+-- arm installs the one-shot move autocmds; entering visual mode counts as
+-- a move.
 local function arm()
   if not S.group or S.armed then
     return
@@ -596,13 +603,19 @@ local function arm()
   local opts = { group = S.group, desc = "nvim-claude: note that the cursor moved (once per quiet period)", callback = on_move }
   api.nvim_create_autocmd("CursorMoved", opts)
   api.nvim_create_autocmd("CursorMovedI", opts)
+  api.nvim_create_autocmd("ModeChanged", {
+    group = S.group,
+    pattern = TO_VISUAL,
+    desc = "nvim-claude: note that visual mode started (once per quiet period)",
+    callback = dirty,
+  })
   local c = api.nvim_win_get_cursor(0)
   S.armed, S.armpos = true, { api.nvim_get_current_win(), api.nvim_get_current_buf(), c[1], c[2] }
 end
 
--- changed handles events that always count (a buffer entered, visual mode
--- started): tell the host unless it already knows; and if a pull never
--- came (the host was busy and gave up), start over rather than stall.
+-- changed handles events that always count (a buffer entered): tell the
+-- host unless it already knows; and if a pull never came (the host was busy
+-- and gave up), start over rather than stall.
 local function changed()
   if S.armed or uv.now() - S.dirty_at > 2000 then
     dirty()
@@ -636,10 +649,11 @@ local function visual_ended()
   local now = uv.now()
   local rapid = now - S.ended_at < RAPID_MS and not S.armed
   S.ended_at = now
-  if S.vwin and S.vwin ~= win then
+  local vwin = S.vwin
+  S.vwin = nil
+  if vwin and vwin ~= win then
     return false -- Neovim 0.7 ends visual mode in the window switched to; WinLeave sent it
   end
-  S.vwin = nil
   local path = M.file_path(buf)
   if not path then
     return false
@@ -670,6 +684,8 @@ local function left_in_visual()
   if not visual_modes[mode] then
     return
   end
+  -- the first window left is the one visual mode began in
+  S.vwin = S.vwin or api.nvim_get_current_win()
   local buf = api.nvim_get_current_buf()
   local path = M.file_path(buf)
   if not path or M.denied(path) then
@@ -737,19 +753,14 @@ local function start_tracking(chan)
   end
   au("BufEnter", { desc = "nvim-claude: share the file just entered", callback = changed })
   au("ModeChanged", {
-    pattern = "*:[vV\22sS\19]*",
-    desc = "nvim-claude: share the visual selection as it grows",
-    callback = function(ev)
-      local old, new = mode_change(ev.match)
-      if not visual_modes[old] then
-        S.vwin = api.nvim_get_current_win()
-      end
-      block_tracking(visual_modes[new] == "\22")
-      changed()
+    pattern = TO_BLOCK,
+    desc = "nvim-claude: note `$` while a blockwise selection is made",
+    callback = function()
+      block_tracking(true)
     end,
   })
   au("ModeChanged", {
-    pattern = "[vV\22sS\19]*:*",
+    pattern = FROM_VISUAL,
     desc = "nvim-claude: send the visual selection as it ends",
     callback = function(ev)
       local _, new = mode_change(ev.match)
@@ -759,6 +770,8 @@ local function start_tracking(chan)
         if not pulled then
           arm()
         end
+      elseif visual_modes[new] ~= "\22" then
+        block_tracking(false) -- from blockwise to another visual mode
       end
     end,
   })
