@@ -468,8 +468,10 @@ end`)
 	// noted; the host's pull (the cursor moved since the push: wait, then
 	// at rest) gathers the last one.
 	st, _ = b.PullSelection(ctx, true) // at rest, armed again
-	// Not part of a series with the selection above (RAPID_MS apart).
-	time.Sleep(40 * time.Millisecond)
+	// However slow the machine, the three are one series, and the first
+	// is not part of one with the selections above.
+	n.Exec(t, `require("claude.selection")._rapid(3600000)`)
+	t.Cleanup(func() { n.Exec(t, `require("claude.selection")._rapid(nil)`) })
 	u1, _ := counts()
 	selInput(t, n, "1G1|vl<Esc>2GVj<Esc>6G1|<C-v>jl<Esc>")
 	if u, _ := counts(); u != u1+1 {

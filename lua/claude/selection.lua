@@ -61,7 +61,8 @@ local S = {
   sticky = nil, -- {win, buf, lnum, col, state}: a selection kept after visual mode ended
   -- (ended in a rapid series: state gathered when first needed, from path,
   -- vmode and dollar; unsent until a pull has returned it)
-  ended_at = 0, -- uv.now() when visual mode last ended
+  ended_at = -math.huge, -- uv.now() when visual mode last ended
+  rapid_ms = RAPID_MS,
   last_editor = nil, -- the last window that showed a file (the "active editor")
 }
 
@@ -647,7 +648,7 @@ end
 local function visual_ended()
   local win, buf = api.nvim_get_current_win(), api.nvim_get_current_buf()
   local now = uv.now()
-  local rapid = now - S.ended_at < RAPID_MS and not S.armed
+  local rapid = now - S.ended_at < S.rapid_ms and not S.armed
   S.ended_at = now
   local vwin = S.vwin
   S.vwin = nil
@@ -743,7 +744,7 @@ local function start_tracking(chan)
   end
   S.chan = chan
   S.armed, S.armpos, S.block, S.snap, S.dirty_at, S.sticky, S.vwin = false, nil, false, nil, 0, nil, nil
-  S.ended_at = 0
+  S.ended_at = -math.huge
   S.debounce = config.options.selection.debounce_ms
   S.blockgroup = api.nvim_create_augroup("nvim-claude-selection-block", { clear = true })
   S.group = api.nvim_create_augroup("nvim-claude-selection", { clear = true })
@@ -939,6 +940,12 @@ end
 
 -- Exposed for tests.
 M._utf16 = utf16
+--- Sets how close selection ends make a rapid series (nil: the default)
+--- and forgets when the last one ended.
+function M._rapid(ms)
+  S.rapid_ms = ms or RAPID_MS
+  S.ended_at = -math.huge
+end
 M._region = region
 M._visual_last = visual_last
 function M._debug()
