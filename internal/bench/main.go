@@ -49,6 +49,7 @@ type runner struct {
 	hostLogLevel string
 	log          io.Writer
 	args         []string // the command line, for the report
+	all          bool     // every scenario runs (no -only)
 
 	mu      sync.Mutex
 	seq     int
@@ -91,6 +92,7 @@ func run(args []string, stderr io.Writer) int {
 			want[s] = true
 		}
 	}
+	r.all = len(want) == 0
 	var sections []*section
 	broken := 0
 	for _, sc := range scenarios() {

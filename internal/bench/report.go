@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"os"
 	"os/exec"
@@ -159,6 +160,11 @@ func (r *runner) report(sections []*section) string {
 		w("| %s | %s | %s | %s | %s | %s | %s | %s |\n", x.num, x.scenario, x.figure, x.result, x.spread, x.target, x.verdict, x.ref)
 	}
 	w("\n")
+	if r.all {
+		// the analysis of a full run's misses, written by hand
+		b.WriteString(missesNote)
+		w("\n")
+	}
 	sort.SliceStable(sections, func(i, j int) bool { return orderOf(sections[i].id) < orderOf(sections[j].id) })
 	for _, s := range sections {
 		w("## %s\n\n", s.title)
@@ -191,3 +197,9 @@ func oneLine(s string) string {
 	}
 	return s
 }
+
+// missesNote is the hand-written analysis of the targets a full run
+// misses (misses.md), copied into the report after the summary.
+//
+//go:embed misses.md
+var missesNote string
