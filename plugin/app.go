@@ -76,9 +76,14 @@ type App struct {
 	log       *slog.Logger
 	newServer func(cfg mcp.Config) (Server, error)
 
-	events chan event     // hook → Lua, delivered in order by pump
-	stop   chan struct{}  // closed by Close
-	wg     sync.WaitGroup // pump
+	events chan event // hook → Lua, delivered in order by pump
+	// clientsMu makes a "clients" event's snapshot and its place in the
+	// queue one step: a connect and a disconnect on two connections (the
+	// single-session hand-over) must not queue their snapshots in the
+	// other order, which left Lua listing a CLI that was gone.
+	clientsMu sync.Mutex
+	stop      chan struct{}  // closed by Close
+	wg        sync.WaitGroup // pump
 
 	components []component
 
@@ -472,6 +477,8 @@ func (a *App) post(name string, data any) {
 }
 
 func (a *App) postClients() {
+	a.clientsMu.Lock()
+	defer a.clientsMu.Unlock()
 	a.mu.Lock()
 	srv := a.srv
 	a.mu.Unlock()
