@@ -226,16 +226,7 @@ local function pick_window(tab)
   if prev ~= 0 and api.nvim_win_get_tabpage(prev) == tab and editor_window(prev) then
     return prev
   end
-  local best, area = nil, -1
-  for _, w in ipairs(api.nvim_tabpage_list_wins(tab)) do
-    if editor_window(w) then
-      local a = api.nvim_win_get_width(w) * api.nvim_win_get_height(w)
-      if a > area then
-        best, area = w, a
-      end
-    end
-  end
-  return best
+  return util.largest_window(tab, editor_window)
 end
 
 -- layout_window is a window of tab that can be split: the current one, or
@@ -246,16 +237,9 @@ local function layout_window(tab)
   if api.nvim_win_get_tabpage(cur) == tab and not floating(cur) then
     return cur
   end
-  local best, area = nil, -1
-  for _, w in ipairs(api.nvim_tabpage_list_wins(tab)) do
-    if not floating(w) then
-      local a = api.nvim_win_get_width(w) * api.nvim_win_get_height(w)
-      if a > area then
-        best, area = w, a
-      end
-    end
-  end
-  return best
+  return util.largest_window(tab, function(w)
+    return not floating(w)
+  end)
 end
 
 local function save_win_opts(win)

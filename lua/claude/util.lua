@@ -33,4 +33,20 @@ function M.checktime(buf)
   end)
 end
 
+--- The largest window of tab (0: the current one) that keep(win) accepts,
+--- or nil.
+function M.largest_window(tab, keep)
+  local api = vim.api
+  local best, area = nil, -1
+  for _, w in ipairs(api.nvim_tabpage_list_wins(tab)) do
+    if keep(w) then
+      local a = api.nvim_win_get_width(w) * api.nvim_win_get_height(w)
+      if a > area then
+        best, area = w, a
+      end
+    end
+  end
+  return best
+end
+
 return M

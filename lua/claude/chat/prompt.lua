@@ -100,16 +100,9 @@ local function source_window()
   if ok(prev) then
     return prev
   end
-  local best, area = nil, -1
-  for _, w in ipairs(api.nvim_tabpage_list_wins(0)) do
-    if ok(w) and api.nvim_win_get_config(w).relative == "" then
-      local a = api.nvim_win_get_width(w) * api.nvim_win_get_height(w)
-      if a > area then
-        best, area = w, a
-      end
-    end
-  end
-  return best
+  return require("claude.util").largest_window(0, function(w)
+    return ok(w) and api.nvim_win_get_config(w).relative == ""
+  end)
 end
 
 --- Attaches the last visual selection of the window the user came from.
