@@ -390,7 +390,7 @@ func (c *conn) write(f frame) error {
 		return err
 	}
 	err := c.ws.WriteMessage(websocket.TextMessage, f.data)
-	if len(f.data) >= largeMessage {
+	if len(f.data) >= hugeReply {
 		// A whole file went out (openDiff's answer): its buffers are
 		// garbage now; give the memory back rather than keep the peak.
 		f.data = nil
@@ -399,9 +399,15 @@ func (c *conn) write(f frame) error {
 	return err
 }
 
-// largeMessage is the size from which a message's memory is handed back to
-// the operating system once it has been written.
+// largeMessage is the size of a message read from which its chunks are
+// collected at once (see readMessage).
 const largeMessage = 1 << 20
+
+// hugeReply is the size of a written frame after which the process's free
+// memory goes back to the operating system. It is above what answers that
+// come often reach (getDiagnostics for a whole project: a few MB), so that
+// a forced collection is paid for a whole file, not on every such call.
+const hugeReply = 8 << 20
 
 func (c *conn) writeClose() {
 	c.mu.Lock()
