@@ -1,6 +1,6 @@
 module github.com/nvim-claude/nvim-claude
 
-go 1.22
+go 1.25
 
 require (
 	github.com/google/uuid v1.6.0

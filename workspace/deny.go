@@ -1,0 +1,219 @@
+package workspace
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+)
+
+// pattern is one compiled deny glob. The semantics are those of the Lua
+// matcher (lua/claude/selection.lua), so a file is denied alike when
+// selection sharing and when a tool asks: a glob without "/" matches the
+// file name at any depth; one with "/" matches the whole path — "~" is the
+// home directory, a relative one may match anywhere ("*/" is put in front)
+// — and "*" crosses directory separators.
+type pattern struct {
+	re   *regexp.Regexp
+	full bool   // matched against the whole path, else the file name
+	abs  string // for an absolute glob: the fixed directory it starts with ("" otherwise)
+}
+
+func compileGlobs(globs []string, home string) []pattern {
+	var pats []pattern
+	for _, g := range globs {
+		if g == "" {
+			continue
+		}
+		full := strings.Contains(g, "/")
+		if full {
+			switch {
+			case g == "~" || strings.HasPrefix(g, "~/"):
+				if home == "" {
+					continue
+				}
+				g = home + g[1:]
+			case g[0] != '/' && g[0] != '*':
+				g = "*/" + g
+			}
+		}
+		re, err := globRegexp(g)
+		if err != nil {
+			continue // as Lua skips a glob glob2regpat refuses
+		}
+		p := pattern{re: re, full: full}
+		if full && g[0] == '/' {
+			p.abs = fixedDir(g)
+		}
+		pats = append(pats, p)
+	}
+	return pats
+}
+
+// fixedDir is the directory part of an absolute glob before its first
+// wildcard: where the deny-listed files it names live.
+func fixedDir(g string) string {
+	i := strings.IndexAny(g, "*?[{")
+	if i < 0 {
+		return filepath.Dir(g)
+	}
+	return filepath.Dir(g[:i+1])
+}
+
+// globRegexp turns a glob into an anchored regexp the way Vim's
+// glob2regpat() does: "*" (and "**") is any text including "/", "?" one
+// character, "[…]" a class ("[!…]" negated), "{a,b}" alternatives.
+func globRegexp(glob string) (*regexp.Regexp, error) {
+	var b strings.Builder
+	if runtime.GOOS == "darwin" || runtime.GOOS == "windows" {
+		b.WriteString("(?i)")
+	}
+	b.WriteString("^")
+	depth := 0
+	for i := 0; i < len(glob); i++ {
+		c := glob[i]
+		switch {
+		case c == '*':
+			b.WriteString(".*")
+		case c == '?':
+			b.WriteString(".")
+		case c == '[':
+			j := strings.IndexByte(glob[i+1:], ']')
+			if j < 0 {
+				b.WriteString(`\[`)
+				continue
+			}
+			class := glob[i+1 : i+1+j]
+			if strings.HasPrefix(class, "!") {
+				class = "^" + class[1:]
+			}
+			b.WriteString("[" + strings.ReplaceAll(class, `\`, `\\`) + "]")
+			i += j + 1
+		case c == '{':
+			b.WriteString("(?:")
+			depth++
+		case c == '}' && depth > 0:
+			b.WriteString(")")
+			depth--
+		case c == ',' && depth > 0:
+			b.WriteString("|")
+		case c == '\\' && i+1 < len(glob):
+			i++
+			b.WriteString(regexp.QuoteMeta(string(glob[i])))
+		default:
+			b.WriteString(regexp.QuoteMeta(string(c)))
+		}
+	}
+	for ; depth > 0; depth-- {
+		b.WriteString(")")
+	}
+	b.WriteString("$")
+	return regexp.Compile(b.String())
+}
+
+func matchAny(pats []pattern, path string) bool {
+	base := filepath.Base(path)
+	for _, p := range pats {
+		if p.full {
+			if p.re.MatchString(path) {
+				return true
+			}
+		} else if p.re.MatchString(base) {
+			return true
+		}
+	}
+	return false
+}
+
+// Limits of the identity index's walk.
+const (
+	indexMaxEntries = 200000
+	indexMaxAge     = 5 * time.Second
+)
+
+// identityIndex holds the device and inode of the deny-listed files, to
+// recognise another hard link to one of them. It is built on the first
+// question about a file with several links, and rebuilt when older than
+// indexMaxAge: from the folders asked about (a bounded walk that follows no
+// symlink and skips VCS directories and node_modules) and the fixed
+// directories of the absolute deny globs (~/.ssh …).
+type identityIndex struct {
+	mu    sync.Mutex
+	built time.Time
+	roots map[string]bool // directories walked into ids
+	ids   map[fileID]bool
+}
+
+func (x *identityIndex) invalidate() {
+	x.mu.Lock()
+	x.built = time.Time{}
+	x.mu.Unlock()
+}
+
+// has reports whether fi is the identity of a deny-listed file found in
+// folders or in the fixed directories of the absolute deny globs.
+func (x *identityIndex) has(fi fs.FileInfo, pats []pattern, folders []string) bool {
+	id, ok := idOf(fi)
+	if !ok {
+		return false
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if time.Since(x.built) > indexMaxAge {
+		x.ids, x.roots = map[fileID]bool{}, map[string]bool{}
+		x.built = time.Now()
+	}
+	for _, p := range pats {
+		if p.abs != "" {
+			x.walk(p.abs, pats)
+		}
+	}
+	for _, d := range folders {
+		x.walk(d, pats)
+	}
+	return x.ids[id]
+}
+
+func (x *identityIndex) walk(dir string, pats []pattern) {
+	if x.roots[dir] {
+		return
+	}
+	x.roots[dir] = true
+	n := 0
+	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if n++; n > indexMaxEntries {
+			return filepath.SkipAll
+		}
+		if d.IsDir() {
+			if path != dir && skippedDir(d.Name()) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() || !matchAny(pats, path) {
+			return nil
+		}
+		if fi, err := os.Stat(path); err == nil {
+			if id, ok := idOf(fi); ok {
+				x.ids[id] = true
+			}
+		}
+		return nil
+	})
+}
+
+// skippedDir tells the directories not walked (VCS data, dependencies).
+func skippedDir(name string) bool {
+	switch name {
+	case ".git", ".hg", ".svn", "node_modules":
+		return true
+	}
+	return false
+}
