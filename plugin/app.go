@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/nvim-claude/nvim-claude/mcp"
+	"github.com/nvim-claude/nvim-claude/workspace"
 )
 
 // Version is the version of the binary and of the Lua side it ships with
@@ -86,6 +87,11 @@ type App struct {
 	wg        sync.WaitGroup // pump
 
 	components []component
+	// ctx is the editor-context component: the workspace folders.
+	ctx *editorContext
+	// boundary is what every file a client names goes through
+	// (workspace.Boundary); its settings come with the start request.
+	boundary *workspace.Boundary
 
 	mu     sync.Mutex
 	srv    Server
@@ -114,6 +120,7 @@ func New(opts Options) *App {
 		newServer: newServer,
 		events:    make(chan event, 256),
 		stop:      make(chan struct{}),
+		boundary:  workspace.NewBoundary(workspace.Settings{}),
 	}
 	a.components = a.newComponents()
 	a.wg.Add(1)
@@ -123,9 +130,10 @@ func New(opts Options) *App {
 
 // newComponents builds the feature areas, each defined in its own file.
 func (a *App) newComponents() []component {
+	a.ctx = newContext(a)
 	return []component{
 		newSelection(a),
-		newContext(a),
+		a.ctx,
 		newDiffs(a),
 		newKernels(a),
 		newEdtools(a),
@@ -183,6 +191,15 @@ type startParams struct {
 	// closed with code 4001, which the CLI shows as "switched to another
 	// Claude Code session" and does not reconnect.
 	SingleSession bool `json:"single_session"`
+	// Security is setup()'s security table, resolved by Lua (the one
+	// source of the defaults): the file boundary's settings.
+	Security securityParams `json:"security"`
+}
+
+// securityParams are the boundary's options as Lua sends them.
+type securityParams struct {
+	Deny      []string `json:"deny"`
+	AllowHome bool     `json:"allow_home"`
 }
 
 // Status is the state Lua's status() and :ClaudeStatus report.
@@ -221,6 +238,9 @@ func (a *App) Start(ctx context.Context, p startParams) error {
 	if a.closed {
 		return errors.New("nvim-claude is shutting down")
 	}
+	// setup() may have run again since the last start: the boundary takes
+	// the options of every start request.
+	a.boundary.Update(workspace.Settings{Deny: p.Security.Deny, AllowHome: p.Security.AllowHome})
 	if a.srv != nil {
 		return nil
 	}

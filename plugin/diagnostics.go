@@ -342,6 +342,13 @@ func (c *editorContext) handleDiagnosticsChanged(raw json.RawMessage) {
 		c.app.log.Warn("diagnostics_changed: bad parameters", "err", err)
 		return
 	}
+	// A deny-listed file's diagnostics can quote its text: they are kept
+	// empty, so neither the push nor getDiagnostics carries them.
+	for i := range p.Files {
+		if len(p.Files[i].Diagnostics) > 0 && c.app.boundary.Denied(p.Files[i].Path) {
+			p.Files[i].Diagnostics = nil
+		}
+	}
 	for _, ch := range c.diags.apply(p) {
 		c.app.broadcast("diagnostics_changed", ch)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
+	"github.com/nvim-claude/nvim-claude/workspace"
 )
 
 // contextEditor is what diagnostics, the editor tools (openFile,
@@ -226,6 +227,44 @@ func (c *editorContext) absPath(p string) string {
 	return filepath.Clean(p)
 }
 
+// checkPath is the one rule for a path a client names, in every tool and
+// method: a file:// URI becomes its path, a relative path is taken from the
+// workspace root, and the result goes through the boundary
+// (workspace.Boundary) for access acc. Neovim is asked which buffers are
+// open only for a path outside the workspace folders.
+func (c *editorContext) checkPath(ctx context.Context, p string, acc workspace.Access) (workspace.Path, error) {
+	if strings.HasPrefix(p, "file://") {
+		if path, ok := uriPath(p, c.root()); ok {
+			p = path
+		}
+	}
+	var open map[string]bool
+	isOpen := func(abs string) bool {
+		if open == nil {
+			open = map[string]bool{}
+			ectx, cancel := editorCtx(ctx)
+			defer cancel()
+			if eds, err := c.app.ed.Editors(ectx); err == nil {
+				for _, b := range eds.Buffers {
+					open[b.Path] = true
+				}
+			}
+		}
+		return open[abs]
+	}
+	return c.app.boundary.Resolve(c.workspaceFolders(), p, acc, isOpen)
+}
+
+// refused reports whether err is the boundary's refusal of a path.
+func refused(err error) bool {
+	for _, e := range []error{workspace.ErrInvalid, workspace.ErrOutside, workspace.ErrDenied, workspace.ErrHome, workspace.ErrGitDir} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
 // filePathSchema is the input schema of a tool whose one argument is
 // filePath (checkDocumentDirty, saveDocument).
 func filePathSchema(description string) json.RawMessage {
@@ -235,8 +274,8 @@ func filePathSchema(description string) json.RawMessage {
 }
 
 // filePathArg decodes such a tool's arguments and returns the file path,
-// made absolute.
-func (c *editorContext) filePathArg(req *mcp.ToolRequest) (string, error) {
+// made absolute and put through the boundary for access acc.
+func (c *editorContext) filePathArg(ctx context.Context, req *mcp.ToolRequest, acc workspace.Access) (string, error) {
 	var args struct {
 		FilePath string `json:"filePath"`
 	}
@@ -246,7 +285,11 @@ func (c *editorContext) filePathArg(req *mcp.ToolRequest) (string, error) {
 	if args.FilePath == "" {
 		return "", errors.New("invalid arguments: filePath is required")
 	}
-	return c.absPath(args.FilePath), nil
+	wp, err := c.checkPath(ctx, args.FilePath, acc)
+	if err != nil {
+		return "", err
+	}
+	return wp.Abs, nil
 }
 
 // callTimeout bounds one editor call made for a tool or method.

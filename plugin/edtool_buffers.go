@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/nvim-claude/nvim-claude/mcp"
+	"github.com/nvim-claude/nvim-claude/workspace"
 )
 
 // treesitterTool: treesitter_node {file, line, col} → the node at the
@@ -18,7 +19,7 @@ func (e *edtools) treesitterTool() mcp.Tool {
 		Description: "The syntax node at a position (Neovim's tree-sitter): its type and text, its ancestors, and the enclosing function/class/… with name and line range.",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{` + schemaFile + `,` + schemaLine + `,` + schemaCol + `},"required":["file","line"],"additionalProperties":false}`),
 		Handler: func(ctx context.Context, req *mcp.ToolRequest) (*mcp.ToolResult, error) {
-			a, ed, file, err := e.fileAt(req, true)
+			a, ed, file, err := e.fileAt(ctx, req, true)
 			if err != nil {
 				return nil, err
 			}
@@ -123,7 +124,7 @@ func (e *edtools) openFileAtTool() mcp.Tool {
 		Description: "Show a file to the user in Neovim with the cursor at a line (the user's focus stays where it is). Use it to point the user at code.",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{` + schemaFile + `,` + schemaLine + `,` + schemaCol + `},"required":["file"],"additionalProperties":false}`),
 		Handler: func(ctx context.Context, req *mcp.ToolRequest) (*mcp.ToolResult, error) {
-			a, ed, file, err := e.fileAt(req, false)
+			a, ed, file, err := e.fileAt(ctx, req, false)
 			if err != nil {
 				return nil, err
 			}
@@ -142,8 +143,9 @@ func (e *edtools) openFileAtTool() mcp.Tool {
 }
 
 // fileAt decodes a {file, line, col} call (line required when needLine)
-// and returns its arguments, the editor and the file made absolute.
-func (e *edtools) fileAt(req *mcp.ToolRequest, needLine bool) (posArgs, edtoolsEditor, string, error) {
+// and returns its arguments, the editor and the file made absolute and
+// put through the boundary (these tools return the file's text).
+func (e *edtools) fileAt(ctx context.Context, req *mcp.ToolRequest, needLine bool) (posArgs, edtoolsEditor, string, error) {
 	var a posArgs
 	if err := decodeArgs(req.Arguments, &a); err != nil {
 		return a, nil, "", err
@@ -158,5 +160,9 @@ func (e *edtools) fileAt(req *mcp.ToolRequest, needLine bool) (posArgs, edtoolsE
 	if err != nil {
 		return a, nil, "", err
 	}
-	return a, ed, e.abs(a.File), nil
+	wp, err := e.app.ctx.checkPath(ctx, a.File, workspace.Show)
+	if err != nil {
+		return a, nil, "", err
+	}
+	return a, ed, wp.Abs, nil
 }

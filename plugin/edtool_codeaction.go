@@ -12,6 +12,7 @@ import (
 
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
+	"github.com/nvim-claude/nvim-claude/workspace"
 )
 
 // apply_code_action: one code action of the code_actions listing, applied
@@ -66,7 +67,7 @@ func (e *edtools) applyCodeAction(ctx context.Context, req *mcp.ToolRequest) (*m
 	if err != nil {
 		return nil, err
 	}
-	q, err := e.query("code_actions", a.posArgs)
+	q, err := e.query(ctx, "code_actions", a.posArgs)
 	if err != nil {
 		return nil, err
 	}
@@ -105,6 +106,15 @@ func (e *edtools) applyCodeAction(ctx context.Context, req *mcp.ToolRequest) (*m
 			fmt.Fprintf(&b, " (it ran the server command %s, which asked for no edits)", r.Command)
 		}
 		return mcp.TextResult(b.String()), nil
+	}
+
+	// Every file the action changes goes through the boundary before any
+	// of them is shown: nothing is applied unless all may be written.
+	for _, f := range r.Edits {
+		if _, err := e.app.ctx.checkPath(ctx, f.Path, workspace.Write); err != nil {
+			return mcp.ErrorResult("apply_code_action: %s changes %s, which is not written through the editor tools: %v; nothing was applied",
+				name, e.rel(f.Path), err), nil
+		}
 	}
 
 	// The review: one diff per file, one after the other.

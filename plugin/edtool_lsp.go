@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
+	"github.com/nvim-claude/nvim-claude/workspace"
 )
 
 // Bounds of every editor tool call.
@@ -82,34 +82,9 @@ func (e *edtools) ed() (edtoolsEditor, error) {
 	return ed, nil
 }
 
-// root is the workspace root, for relative paths.
-func (e *edtools) root() string {
-	if d := e.app.workspaceDir(); d != "" {
-		return d
-	}
-	return "/"
-}
-
-// abs makes a tool's path absolute (relative ones are from the workspace).
-func (e *edtools) abs(p string) string {
-	if strings.HasPrefix(p, "file://") {
-		if path, ok := uriPath(p, e.root()); ok {
-			return path
-		}
-	}
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(e.root(), p)
-	}
-	return filepath.Clean(p)
-}
-
-// rel shows a path relative to the workspace when inside it.
+// rel shows a path relative to the workspace root when inside it.
 func (e *edtools) rel(p string) string {
-	root := e.root()
-	if r, err := filepath.Rel(root, p); err == nil && r != ".." && !strings.HasPrefix(r, "../") {
-		return r
-	}
-	return p
+	return e.app.ctx.relPath(p)
 }
 
 // posArgs are the position arguments shared by the LSP tools.
@@ -140,7 +115,7 @@ func (e *edtools) lspTool(op, desc, schema string, format lspFormatter) mcp.Tool
 			if err := decodeArgs(req.Arguments, &a); err != nil {
 				return nil, err
 			}
-			q, err := e.query(op, a)
+			q, err := e.query(ctx, op, a)
 			if err != nil {
 				return nil, err
 			}
@@ -160,18 +135,27 @@ func (e *edtools) lspTool(op, desc, schema string, format lspFormatter) mcp.Tool
 			if r.Error != "" {
 				return mcp.ErrorResult("%s", r.Error), nil
 			}
-			return mcp.TextResult(clip(format(e, q, r))), nil
+			withheld := withhold(&r, e.app.boundary.Denied)
+			text := format(e, q, r)
+			if withheld > 0 {
+				text += fmt.Sprintf("\n(%s in deny-listed files withheld: security.deny)", plural(withheld, "result", "results"))
+			}
+			return mcp.TextResult(clip(text)), nil
 		},
 	}
 }
 
-// query validates a call's arguments into the query Lua runs.
-func (e *edtools) query(op string, a posArgs) (nvimbridge.LSPQuery, error) {
+// query validates a call's arguments into the query Lua runs; its file
+// goes through the boundary.
+func (e *edtools) query(ctx context.Context, op string, a posArgs) (nvimbridge.LSPQuery, error) {
 	q := nvimbridge.LSPQuery{Op: op, Line: a.Line, Col: a.Col, Symbol: strings.TrimSpace(a.Symbol), Query: a.Query,
 		NewName: a.NewName, Direction: a.Direction, EndLine: a.EndLine, Limit: edtoolMaxItems, Timeout: edtoolNvimTimeout}
 	if a.File != "" {
-		q.File = e.abs(a.File)
-		q.Rel = e.rel(q.File)
+		wp, err := e.app.ctx.checkPath(ctx, a.File, workspace.Show)
+		if err != nil {
+			return q, err
+		}
+		q.File, q.Rel = wp.Abs, e.rel(wp.Abs)
 	}
 	needsPos := op != "document_symbols" && op != "workspace_symbols"
 	switch {
@@ -391,4 +375,72 @@ func lspCodeActions(e *edtools, q nvimbridge.LSPQuery, r nvimbridge.LSPResult) s
 		b.WriteByte('\n')
 	}
 	return strings.TrimRight(b.String(), "\n") + more(r.Total, len(r.Actions))
+}
+
+// withhold drops from an LSP result everything in a file denied says is
+// deny-listed — locations with their line text, symbols, call sites, rename
+// diffs, code-action edits — and returns how many it dropped. A deny-listed
+// file's text never leaves in any form.
+func withhold(r *nvimbridge.LSPResult, denied func(abs string) bool) int {
+	n := 0
+	keep := func(path string) bool {
+		if path != "" && denied(path) {
+			n++
+			return false
+		}
+		return true
+	}
+	if r.Resolved != nil && !keep(r.Resolved.Path) {
+		r.Resolved = nil
+	}
+	locs := r.Locations[:0]
+	for _, l := range r.Locations {
+		if keep(l.Path) {
+			locs = append(locs, l)
+		}
+	}
+	r.Locations = locs
+	syms := r.Symbols[:0]
+	for _, s := range r.Symbols {
+		if keep(s.Path) {
+			syms = append(syms, s)
+		}
+	}
+	r.Symbols = syms
+	if r.Item != nil && !keep(r.Item.Path) {
+		r.Item = nil
+	}
+	calls := r.Calls[:0]
+	for _, c := range r.Calls {
+		if !keep(c.Path) {
+			continue
+		}
+		sites := c.Sites[:0]
+		for _, s := range c.Sites {
+			if keep(s.Path) {
+				sites = append(sites, s)
+			}
+		}
+		c.Sites = sites
+		calls = append(calls, c)
+	}
+	r.Calls = calls
+	files := r.Files[:0]
+	for _, f := range r.Files {
+		if keep(f.Path) {
+			files = append(files, f)
+		}
+	}
+	r.Files = files
+	edits := r.Edits[:0]
+	for _, f := range r.Edits {
+		if keep(f.Path) {
+			edits = append(edits, f)
+		}
+	}
+	r.Edits = edits
+	if n > 0 && r.Total >= n {
+		r.Total -= n
+	}
+	return n
 }

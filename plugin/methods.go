@@ -5,13 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"unicode/utf8"
 
 	"github.com/nvim-claude/nvim-claude/mcp"
+	"github.com/nvim-claude/nvim-claude/workspace"
 )
 
 // The workspace methods: direct JSON-RPC methods (not tools) of the
@@ -50,14 +49,23 @@ func decodeMethodParams(raw json.RawMessage, v any) error {
 	return nil
 }
 
-func (c *editorContext) resolve(p string) (wsPath, error) {
-	return resolveWorkspacePath(c.workspaceFolders(), p)
+// resolve puts a method's path through the boundary; a refusal is -32602
+// with the boundary's message.
+func (c *editorContext) resolve(ctx context.Context, p string, acc workspace.Access) (workspace.Path, error) {
+	if p == "" {
+		return workspace.Path{}, mcp.InvalidParams("Invalid params: path is required")
+	}
+	wp, err := c.checkPath(ctx, p, acc)
+	if err != nil {
+		return wp, mcp.InvalidParams("Invalid params: %v", err)
+	}
+	return wp, nil
 }
 
 // relPath is how answers name a file: from the root when inside it.
 func (c *editorContext) relPath(abs string) string {
 	root := c.root()
-	if inside(abs, root) {
+	if workspace.Inside(abs, root) {
 		if r, err := filepath.Rel(root, abs); err == nil {
 			return r
 		}
@@ -72,18 +80,18 @@ func (c *editorContext) readFile(ctx context.Context, req *mcp.MethodRequest) (a
 	if err := decodeMethodParams(req.Params, &p); err != nil {
 		return nil, err
 	}
-	wp, err := c.resolve(p.Path)
+	wp, err := c.resolve(ctx, p.Path, workspace.Read)
 	if err != nil {
 		return nil, err
 	}
 	ectx, cancel := editorCtx(ctx)
 	defer cancel()
-	buf, err := c.app.ed.ReadDocument(ectx, wp.abs, wp.real)
+	buf, err := c.app.ed.ReadDocument(ectx, wp.Abs, wp.Real)
 	if err != nil {
 		return nil, editorError("readFile", err)
 	}
 	if buf.Denied {
-		return nil, mcp.InvalidParams("Invalid params: %s matches the selection.deny list: its contents never leave Neovim", wp.rel)
+		return nil, mcp.InvalidParams("Invalid params: %s matches the deny-list (security.deny): its contents never leave Neovim", wp.Rel)
 	}
 	type answer struct {
 		Path    string `json:"path"`
@@ -91,44 +99,16 @@ func (c *editorContext) readFile(ctx context.Context, req *mcp.MethodRequest) (a
 		Unsaved bool   `json:"unsaved"` // the text of a buffer with unsaved changes
 	}
 	if buf.Modified {
-		return answer{wp.rel, buf.Text, true}, nil
+		return answer{wp.Rel, buf.Text, true}, nil
 	}
-	content, err := readText(wp.real)
+	data, err := c.app.boundary.ReadFile(wp, maxReadBytes)
+	if err == nil && !utf8.Valid(data) {
+		err = errors.New("not a text file (binary, or not UTF-8)")
+	}
 	if err != nil {
-		return nil, mcp.InvalidParams("Invalid params: %s: %v", wp.rel, err)
+		return nil, mcp.InvalidParams("Invalid params: %s: %v", wp.Rel, err)
 	}
-	return answer{wp.rel, content, false}, nil
-}
-
-// readText reads a UTF-8 text file of at most maxReadBytes.
-func readText(path string) (string, error) {
-	fi, err := os.Stat(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return "", errors.New("no such file")
-	case err != nil:
-		return "", err
-	case fi.IsDir():
-		return "", errors.New("is a directory")
-	case fi.Size() > maxReadBytes:
-		return "", fmt.Errorf("too large to read (%d bytes; the limit is %d)", fi.Size(), maxReadBytes)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxReadBytes+1))
-	if err != nil {
-		return "", err
-	}
-	if len(data) > maxReadBytes {
-		return "", fmt.Errorf("too large to read (the limit is %d bytes)", maxReadBytes)
-	}
-	if !utf8.Valid(data) {
-		return "", errors.New("not a text file (binary, or not UTF-8)")
-	}
-	return string(data), nil
+	return answer{wp.Rel, string(data), false}, nil
 }
 
 func (c *editorContext) writeFile(ctx context.Context, req *mcp.MethodRequest) (any, error) {
@@ -142,12 +122,12 @@ func (c *editorContext) writeFile(ctx context.Context, req *mcp.MethodRequest) (
 	if p.Content == nil {
 		return nil, mcp.InvalidParams("Invalid params: content is required")
 	}
-	wp, err := c.resolve(p.Path)
+	wp, err := c.resolve(ctx, p.Path, workspace.Write)
 	if err != nil {
 		return nil, err
 	}
-	if fi, err := os.Stat(wp.real); err == nil && !fi.Mode().IsRegular() {
-		return nil, mcp.InvalidParams("Invalid params: %s is not a regular file", wp.rel)
+	if fi, err := os.Stat(wp.Real); err == nil && !fi.Mode().IsRegular() {
+		return nil, mcp.InvalidParams("Invalid params: %s is not a regular file", wp.Rel)
 	}
 	type answer struct {
 		Success       bool   `json:"success"`
@@ -156,7 +136,7 @@ func (c *editorContext) writeFile(ctx context.Context, req *mcp.MethodRequest) (
 	}
 	ectx, cancel := editorCtx(ctx)
 	defer cancel()
-	res, err := c.app.ed.WriteDocument(ectx, wp.abs, *p.Content)
+	res, err := c.app.ed.WriteDocument(ectx, wp.Abs, *p.Content)
 	if err != nil {
 		return nil, editorError("writeFile", err)
 	}
@@ -164,12 +144,12 @@ func (c *editorContext) writeFile(ctx context.Context, req *mcp.MethodRequest) (
 		if !res.OK {
 			return nil, errors.New(res.Message)
 		}
-		return answer{true, wp.rel, true}, nil
+		return answer{true, wp.Rel, true}, nil
 	}
-	if err := writeFileAtomic(wp.real, []byte(*p.Content)); err != nil {
-		return nil, fmt.Errorf("could not write %s: %w", wp.rel, err)
+	if err := c.app.boundary.WriteFile(wp, []byte(*p.Content)); err != nil {
+		return nil, fmt.Errorf("could not write %s: %w", wp.Rel, err)
 	}
-	return answer{true, wp.rel, false}, nil
+	return answer{true, wp.Rel, false}, nil
 }
 
 func (c *editorContext) listFiles(ctx context.Context, req *mcp.MethodRequest) (any, error) {
@@ -186,7 +166,13 @@ func (c *editorContext) listFiles(ctx context.Context, req *mcp.MethodRequest) (
 	files := []string{}
 	truncated := false
 	for i, folder := range c.workspaceFolders() {
-		list, trunc, err := listWorkspaceFiles(ctx, folder, match, maxListedFiles-len(files))
+		if err := c.app.boundary.CheckFolder(folder); err != nil {
+			if i == 0 {
+				return nil, mcp.InvalidParams("Invalid params: %v", err)
+			}
+			continue
+		}
+		list, trunc, err := workspace.ListFiles(ctx, folder, match, maxListedFiles-len(files))
 		if err != nil {
 			if i == 0 {
 				return nil, fmt.Errorf("listFiles: %w", err)

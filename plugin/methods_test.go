@@ -49,7 +49,7 @@ lua: vim.cmd("edit mod.txt") vim.api.nvim_buf_set_lines(0, 0, -1, false, { "in t
 		wantError(9, -32602, `Invalid params: "outdir/o.txt" resolves to `+filepath.Join(h.out, "o.txt")+`, outside the workspace folders (a symlink leads out)`) + `
 # the deny-list, and files that are not text
 ` + sendMethod(10, "readFile", obj{"path", ".env"}) +
-		wantError(10, -32602, `Invalid params: .env matches the selection.deny list: its contents never leave Neovim`) +
+		wantError(10, -32602, `Invalid params: .env matches the deny-list (security.deny): its contents never leave Neovim`) +
 		sendMethod(11, "readFile", obj{"path", "bin.dat"}) +
 		wantError(11, -32602, `Invalid params: bin.dat: not a text file (binary, or not UTF-8)`) +
 		sendMethod(12, "readFile", obj{"path", "none.txt"}) +

@@ -660,5 +660,5 @@ func selDeniedMessage(path string) string {
 	if path == "" {
 		base = "the active file"
 	}
-	return fmt.Sprintf("%s matches the selection deny-list (selection.deny): its contents are not shared", strings.TrimSpace(base))
+	return fmt.Sprintf("%s matches the deny-list (security.deny): its contents are not shared", strings.TrimSpace(base))
 }

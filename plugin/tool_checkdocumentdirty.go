@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/nvim-claude/nvim-claude/mcp"
+	"github.com/nvim-claude/nvim-claude/workspace"
 )
 
 // checkDocumentDirty {filePath} → JSON {success:true, filePath, isDirty,
@@ -19,7 +20,10 @@ func (c *editorContext) checkDocumentDirtyTool() mcp.Tool {
 		Description: "Check if a document has unsaved changes (is dirty)",
 		InputSchema: filePathSchema("Path to the file to check"),
 		Handler: func(ctx context.Context, req *mcp.ToolRequest) (*mcp.ToolResult, error) {
-			path, err := c.filePathArg(req)
+			path, err := c.filePathArg(ctx, req, workspace.Show)
+			if refused(err) {
+				return mcp.JSONResult(failure{Message: err.Error()})
+			}
 			if err != nil {
 				return nil, err
 			}

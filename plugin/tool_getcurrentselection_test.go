@@ -45,7 +45,7 @@ func TestToolGetCurrentSelection(t *testing.T) {
 # A denied file: refused, nothing of it shared.
 !lua vim.cmd("wincmd p") vim.cmd("edit $DIR/.env") vim.cmd("normal! V")
 -> {"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"getCurrentSelection","arguments":{}}}
-<- {"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"{\"success\":false,\"message\":\".env matches the selection deny-list (selection.deny): its contents are not shared\"}"}]}}
+<- {"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"{\"success\":false,\"message\":\".env matches the deny-list (security.deny): its contents are not shared\"}"}]}}
 
 # No window shows a file.
 !! <Esc>

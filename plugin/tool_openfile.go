@@ -10,6 +10,7 @@ import (
 
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
+	"github.com/nvim-claude/nvim-claude/workspace"
 )
 
 // openFile {filePath, preview=false, startText?, endText?,
@@ -57,7 +58,11 @@ func (c *editorContext) openFile(ctx context.Context, req *mcp.ToolRequest) (*mc
 	if args.FilePath == "" {
 		return nil, errors.New("invalid arguments: filePath is required")
 	}
-	path := c.absPath(args.FilePath)
+	wp, err := c.checkPath(ctx, args.FilePath, workspace.Show)
+	if err != nil {
+		return mcp.ErrorResult("%s", err.Error()), nil
+	}
+	path := wp.Abs
 	if why := notOpenable(path); why != "" {
 		return mcp.ErrorResult("%s", why), nil
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/nvim-claude/nvim-claude/mcp"
+	"github.com/nvim-claude/nvim-claude/workspace"
 )
 
 // open_files {file_paths} → JSON {opened_files:[…]} (JetBrains set,
@@ -39,7 +40,12 @@ func (c *editorContext) openFilesTool() mcp.Tool {
 			var failed []notOpened
 			var paths []string
 			for _, p := range args.FilePaths {
-				abs := c.absPath(p)
+				wp, err := c.checkPath(ctx, p, workspace.Show)
+				if err != nil {
+					failed = append(failed, notOpened{p, err.Error()})
+					continue
+				}
+				abs := wp.Abs
 				if why := notOpenable(abs); why != "" {
 					failed = append(failed, notOpened{abs, why})
 					continue

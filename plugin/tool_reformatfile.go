@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nvim-claude/nvim-claude/mcp"
+	"github.com/nvim-claude/nvim-claude/workspace"
 )
 
 // reformat_file {file_path} → "OK" or an error result (JetBrains set,
@@ -37,7 +38,11 @@ func (c *editorContext) reformatFileTool() mcp.Tool {
 			if args.FilePath == "" {
 				return nil, errors.New("invalid arguments: file_path is required")
 			}
-			path := c.absPath(args.FilePath)
+			wp, err := c.checkPath(ctx, args.FilePath, workspace.Show)
+			if err != nil {
+				return mcp.ErrorResult("%s", err.Error()), nil
+			}
+			path := wp.Abs
 			if why := notOpenable(path); why != "" {
 				return mcp.ErrorResult("%s", why), nil
 			}

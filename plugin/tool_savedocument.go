@@ -5,6 +5,7 @@ import (
 
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
+	"github.com/nvim-claude/nvim-claude/workspace"
 )
 
 // saveDocument {filePath} → JSON {success:true, filePath, saved:true,
@@ -21,7 +22,10 @@ func (c *editorContext) saveDocumentTool() mcp.Tool {
 		Description: "Save a document with unsaved changes",
 		InputSchema: filePathSchema("Path to the file to save"),
 		Handler: func(ctx context.Context, req *mcp.ToolRequest) (*mcp.ToolResult, error) {
-			path, err := c.filePathArg(req)
+			path, err := c.filePathArg(ctx, req, workspace.Show)
+			if refused(err) {
+				return mcp.JSONResult(failure{Message: err.Error()})
+			}
 			if err != nil {
 				return nil, err
 			}

@@ -34,6 +34,20 @@ var (
 	ErrGitDir  = errors.New("inside .git")
 )
 
+// pathError is a refusal: its message alone, for a person, and its kind
+// (one of the sentinels) for errors.Is.
+type pathError struct {
+	kind error
+	msg  string
+}
+
+func (e *pathError) Error() string { return e.msg }
+func (e *pathError) Unwrap() error { return e.kind }
+
+func refuse(kind error, format string, args ...any) error {
+	return &pathError{kind: kind, msg: fmt.Sprintf(format, args...)}
+}
+
 // Access is what a caller will do with a path.
 type Access int
 
@@ -124,18 +138,18 @@ type Path struct {
 // lets a file outside the folders through (never a deny-listed one).
 func (b *Boundary) Resolve(folders []string, p string, a Access, isOpen func(abs string) bool) (Path, error) {
 	if p == "" {
-		return Path{}, fmt.Errorf("%w: the path is empty", ErrInvalid)
+		return Path{}, refuse(ErrInvalid, "the path is empty")
 	}
 	if strings.ContainsRune(p, 0) {
-		return Path{}, fmt.Errorf("%w: the path contains a NUL byte", ErrInvalid)
+		return Path{}, refuse(ErrInvalid, "the path contains a NUL byte")
 	}
 	for _, seg := range strings.Split(filepath.ToSlash(p), "/") {
 		if seg == ".." {
-			return Path{}, fmt.Errorf("%w: %q: paths with \"..\" are not allowed", ErrInvalid, p)
+			return Path{}, refuse(ErrInvalid, "%q: paths with \"..\" are not allowed", p)
 		}
 	}
 	if len(folders) == 0 {
-		return Path{}, fmt.Errorf("%w: no workspace folder is known yet", ErrOutside)
+		return Path{}, refuse(ErrOutside, "no workspace folder is known yet")
 	}
 	root := folders[0]
 	abs := filepath.Clean(p)
@@ -144,7 +158,7 @@ func (b *Boundary) Resolve(folders []string, p string, a Access, isOpen func(abs
 	}
 	real, err := resolvePath(abs)
 	if err != nil {
-		return Path{}, fmt.Errorf("%w: %q cannot be resolved: %v", ErrInvalid, p, err)
+		return Path{}, refuse(ErrInvalid, "%q cannot be resolved: %v", p, err)
 	}
 	rel := abs
 	if r, err := filepath.Rel(root, abs); err == nil && Inside(abs, root) {
@@ -183,25 +197,25 @@ func (b *Boundary) Resolve(folders []string, p string, a Access, isOpen func(abs
 			}
 		}
 		if out.Folder == "" {
-			return Path{}, fmt.Errorf("%w: the workspace folder %s is a home directory or /, which holds your keys and "+
-				"dotfiles; start Neovim in a project directory, or set security.allow_home = true to allow it", ErrHome, holders[0])
+			return Path{}, refuse(ErrHome, "the workspace folder %s is a home directory or /, which holds your keys and "+
+				"dotfiles; start Neovim in a project directory, or set security.allow_home = true to allow it", holders[0])
 		}
 	case absIn:
-		return Path{}, fmt.Errorf("%w: %q resolves to %s, outside the workspace folders (a symlink leads out)", ErrOutside, p, real)
+		return Path{}, refuse(ErrOutside, "%q resolves to %s, outside the workspace folders (a symlink leads out)", p, real)
 	case a != Write && isOpen != nil && (isOpen(abs) || (real != abs && isOpen(real))):
 		// A buffer the user opened: allowed to be seen, never written.
 	default:
-		return Path{}, fmt.Errorf("%w: %q is outside the workspace folders (%s)", ErrOutside, p, strings.Join(folders, ", "))
+		return Path{}, refuse(ErrOutside, "%q is outside the workspace folders (%s)", p, strings.Join(folders, ", "))
 	}
 	if b.Denied(abs) || (real != abs && b.Denied(real)) {
-		return Path{}, fmt.Errorf("%w: %s matches the deny-list (security.deny): its contents never leave Neovim", ErrDenied, rel)
+		return Path{}, refuse(ErrDenied, "%s matches the deny-list (security.deny): its contents never leave Neovim", rel)
 	}
 	if a == Write && out.Folder != "" {
 		if r, err := filepath.Rel(out.Folder, real); err == nil {
 			for _, seg := range strings.Split(filepath.ToSlash(r), "/") {
 				if seg == ".git" {
-					return Path{}, fmt.Errorf("%w: %s is inside a .git directory, which is not written through the workspace "+
-						"methods (git runs what its configuration names)", ErrGitDir, rel)
+					return Path{}, refuse(ErrGitDir, "%s is inside a .git directory, which is not written through the workspace "+
+						"methods (git runs what its configuration names)", rel)
 				}
 			}
 		}
@@ -216,6 +230,9 @@ func (b *Boundary) Denied(abs string) bool {
 	b.mu.RLock()
 	pats := b.pats
 	b.mu.RUnlock()
+	if len(pats) == 0 {
+		return false
+	}
 	if matchAny(pats, abs) {
 		return true
 	}
@@ -336,4 +353,18 @@ func equal(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// CheckFolder refuses a workspace folder that is a home directory or /
+// (unless security.allow_home): listing it would walk the user's keys and
+// dotfiles.
+func (b *Boundary) CheckFolder(folder string) error {
+	b.mu.RLock()
+	home, allowHome := b.home, b.set.AllowHome
+	b.mu.RUnlock()
+	if !allowHome && homeLike(folder, home) {
+		return refuse(ErrHome, "the workspace folder %s is a home directory or /, which holds your keys and "+
+			"dotfiles; start Neovim in a project directory, or set security.allow_home = true to allow it", folder)
+	}
+	return nil
 }

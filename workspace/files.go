@@ -58,7 +58,7 @@ func (b *Boundary) ReadFile(p Path, max int64) ([]byte, error) {
 	case !fi.Mode().IsRegular():
 		return nil, errors.New("not a regular file")
 	case b.deniedIdentity(fi):
-		return nil, fmt.Errorf("%w: %s is another name (a hard link) of a deny-listed file", ErrDenied, p.Rel)
+		return nil, refuse(ErrDenied, "%s is another name (a hard link) of a deny-listed file", p.Rel)
 	case fi.Size() > max:
 		return nil, fmt.Errorf("too large to read (%d bytes; the limit is %d)", fi.Size(), max)
 	}
@@ -79,7 +79,7 @@ func (b *Boundary) ReadFile(p Path, max int64) ([]byte, error) {
 // keeps its mode, a new one gets 0644; missing directories are made.
 func (b *Boundary) WriteFile(p Path, data []byte) (err error) {
 	if p.Folder == "" {
-		return fmt.Errorf("%w: %s is not in a workspace folder", ErrOutside, p.Rel)
+		return refuse(ErrOutside, "%s is not in a workspace folder", p.Rel)
 	}
 	rel, err := filepath.Rel(p.Folder, p.Real)
 	if err != nil {
@@ -111,7 +111,7 @@ func (b *Boundary) WriteFile(p Path, data []byte) (err error) {
 	case err == nil:
 		mode = fi.Mode().Perm()
 		if b.deniedIdentity(fi) {
-			return fmt.Errorf("%w: %s is another name (a hard link) of a deny-listed file", ErrDenied, p.Rel)
+			return refuse(ErrDenied, "%s is another name (a hard link) of a deny-listed file", p.Rel)
 		}
 	case !errors.Is(err, fs.ErrNotExist):
 		return err

@@ -192,14 +192,14 @@ func TestClaudeAddAndSend(t *testing.T) {
 		{"start past the end", `vim.cmd("ClaudeAdd src/a.go 50")`, nil, "line 50 is past the end of src/a.go (10 lines)"},
 		{"lines of a directory", `vim.cmd("ClaudeAdd docs 1 2")`, nil, "is a directory"},
 		{"lines for several", `vim.cmd("ClaudeAdd src/a.go src/b.go 1 2")`, nil, "line numbers apply to a single file"},
-		{"denied", `vim.cmd("ClaudeAdd .env")`, nil, ".env matches selection.deny"},
-		{"denied among others", `vim.cmd("ClaudeAdd .env src/b.go")`, []string{b}, ".env matches selection.deny"},
+		{"denied", `vim.cmd("ClaudeAdd .env")`, nil, ".env matches security.deny"},
+		{"denied among others", `vim.cmd("ClaudeAdd .env src/b.go")`, []string{b}, ".env matches security.deny"},
 		{"send: current line", `vim.api.nvim_win_set_cursor(0, {4, 0}) vim.cmd("ClaudeSend")`, []string{a + ":3-3"}, ""},
 		{"send: range", `vim.cmd("2,5ClaudeSend")`, []string{a + ":1-4"}, ""},
 		{"send: visual mapping", `vim.keymap.set("x", "<F5>", "<Plug>(claude-send)") vim.api.nvim_input("6GVjj<F5>")`, []string{a + ":5-7"}, ""},
 		{"send: a terminal", `vim.cmd("terminal") vim.cmd("ClaudeSend")`, nil, ":ClaudeSend: this buffer is not a file (terminal)"},
 		{"send: help", `vim.cmd("help") vim.cmd("ClaudeSend")`, nil, ":ClaudeSend: this buffer is not a file (help)"},
-		{"send: denied", `vim.cmd("edit .env") vim.cmd("ClaudeSend")`, nil, ".env matches selection.deny"},
+		{"send: denied", `vim.cmd("edit .env") vim.cmd("ClaudeSend")`, nil, ".env matches security.deny"},
 		{"send: unsaved changes warn", `vim.api.nvim_buf_set_lines(0, 0, 1, false, {"changed"}) vim.cmd("ClaudeSend")`, []string{a + ":0-0"}, ""},
 	})
 	// The last case warned about unsaved changes.
@@ -360,7 +360,7 @@ vim.b[b].neo_tree_source = "filesystem"`, p("docs"), p("src/a.go"), p(".env"), p
 				{"entry under the cursor", at(3, `vim.cmd("ClaudeAdd")`), []string{p("src/a.go")}, ""},
 				{"a directory", at(2, `vim.cmd("ClaudeAdd")`), []string{p("docs")}, ""},
 				{"no entry on the line", at(1, `vim.cmd("ClaudeAdd")`), nil, "no file or directory under the cursor"},
-				{"a range: entries only, denied refused", at(1, `vim.cmd("1,5ClaudeAdd")`), []string{p("docs"), p("src/a.go"), p("src/b.go")}, ".env matches selection.deny"},
+				{"a range: entries only, denied refused", at(1, `vim.cmd("1,5ClaudeAdd")`), []string{p("docs"), p("src/a.go"), p("src/b.go")}, ".env matches security.deny"},
 				{":ClaudeSend adds the entry", at(5, `vim.cmd("ClaudeSend")`), []string{p("src/b.go")}, ""},
 				{"the visual mapping", at(2, `vim.api.nvim_input("Vj<F5>")`), []string{p("docs"), p("src/a.go")}, ""},
 				{"a path still wins", at(3, `vim.cmd("ClaudeAdd src/b.go")`), []string{p("src/b.go")}, ""},
@@ -397,7 +397,7 @@ local l = vim.fn.search(%q, "w") assert(l > 0, "no line matches " .. %q)
 			cases := []mentionCase{
 				{"directory", open(style.n, style.src, `vim.cmd("ClaudeAdd")`), []string{p("src")}, ""},
 				{"file", open(style.n, `with space`, `vim.cmd("ClaudeAdd")`), []string{p("with space.txt")}, ""},
-				{"denied", open(style.n, style.env, `vim.cmd("ClaudeAdd")`), nil, ".env matches selection.deny"},
+				{"denied", open(style.n, style.env, `vim.cmd("ClaudeAdd")`), nil, ".env matches security.deny"},
 				{"banner", open(style.n, `Netrw Directory Listing`, `vim.cmd("ClaudeAdd")`), nil, "no file or directory under the cursor"},
 				{"parent", open(style.n, `^\.\./`, `vim.cmd("ClaudeAdd")`), []string{filepath.Dir(dir)}, ""},
 			}

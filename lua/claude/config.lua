@@ -44,8 +44,18 @@ function M.defaults()
     selection = {
       track = true, -- share cursor and selection with Claude (:ClaudeShare toggles)
       debounce_ms = 50,
-      -- files whose contents never leave Neovim (globs on the path or file name)
-      deny = { ".env", ".env.*", "*.pem", "*.key", "id_rsa*", "id_ed25519*", ".netrc" },
+      deny = nil, -- deprecated alias of security.deny
+    },
+    security = {
+      -- files whose contents never leave Neovim, in any form: selections,
+      -- mentions, readFile, the editor tools' results (globs: see claude-security)
+      deny = {
+        "~/.ssh/*", "~/.aws/*", "~/.gnupg/*", "~/.kube/config", "~/.docker/config.json",
+        "~/.config/gh/hosts.yml", "~/.git-credentials", "~/.netrc", "~/.npmrc", "~/.pypirc",
+        ".env", ".env.*", "*.pem", "*.key", "id_rsa*", "id_ed25519*", "id_ecdsa*", ".netrc",
+      },
+      deny_extra = {}, -- appended to deny: extend the list without repeating it
+      allow_home = false, -- let a workspace that is $HOME, / or another user's home be read and written
     },
     mentions = {
       focus_terminal = true, -- :ClaudeSend focuses the Claude terminal
@@ -257,6 +267,13 @@ local schema = {
       deny = { types = { "table" }, check = list_of_strings },
     },
   },
+  security = {
+    table = {
+      deny = { types = { "table" }, check = list_of_strings },
+      deny_extra = { types = { "table" }, check = list_of_strings },
+      allow_home = { types = { "boolean" } },
+    },
+  },
   mentions = {
     table = {
       focus_terminal = { types = { "boolean" } },
@@ -389,6 +406,16 @@ end
 
 M.options = M.defaults()
 
+--- The effective deny-list: security.deny followed by security.deny_extra.
+--- The same table until the options change (callers cache by identity).
+---@return string[]
+function M.deny_globs()
+  if not M.deny then
+    M.deny = vim.list_extend(vim.deepcopy(M.options.security.deny), M.options.security.deny_extra)
+  end
+  return M.deny
+end
+
 --- Validates opts, merges them over the defaults and stores the result in
 --- M.options. Returns the list of problems (empty when all is well); invalid
 --- options are ignored, valid ones apply.
@@ -407,10 +434,18 @@ function M.apply(opts)
     -- env replaces, not merges: removing a variable must be possible.
     M.options.env = vim.deepcopy(opts.env)
   end
-  if opts.selection and opts.selection.deny then
-    -- a list replaces the default list (tbl_deep_extend would merge by index)
-    M.options.selection.deny = vim.deepcopy(opts.selection.deny)
+  -- deny lists replace the default list (tbl_deep_extend would merge by
+  -- index); selection.deny is the old name of security.deny.
+  local sec = opts.security or {}
+  local deny = sec.deny or (opts.selection and opts.selection.deny)
+  if deny then
+    M.options.security.deny = vim.deepcopy(deny)
   end
+  if sec.deny_extra then
+    M.options.security.deny_extra = vim.deepcopy(sec.deny_extra)
+  end
+  M.deny = vim.list_extend(vim.deepcopy(M.options.security.deny), M.options.security.deny_extra)
+  M.options.selection.deny = M.deny
   if opts.editor_tools and opts.editor_tools.allow then
     -- a list replaces, like selection.deny
     M.options.editor_tools.allow = vim.deepcopy(opts.editor_tools.allow)

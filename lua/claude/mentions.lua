@@ -300,7 +300,7 @@ local function mention_for(path, line1, line2)
   end
   if stat.type ~= "directory" and denied(path) then
     return nil,
-      string.format("%s matches selection.deny: files on the deny-list are not sent to Claude", fn.fnamemodify(path, ":t"))
+      string.format("%s matches security.deny: files on the deny-list are not sent to Claude", fn.fnamemodify(path, ":t"))
   end
   local m = { filePath = path }
   if line1 then

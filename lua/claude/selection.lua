@@ -134,10 +134,11 @@ local function matches(path)
   return false
 end
 
---- Whether path is on the selection.deny list (its contents never leave
---- Neovim). A symlink is judged by its target's name too.
+--- Whether path is on the deny-list (security.deny + security.deny_extra:
+--- its contents never leave Neovim). A symlink is judged by its target's
+--- name too.
 function M.denied(path)
-  local globs = config.options.selection.deny
+  local globs = config.deny_globs()
   if deny.src ~= globs then
     deny.src, deny.pats, deny.cache = globs, compile(globs), {}
   end

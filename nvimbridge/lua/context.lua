@@ -837,27 +837,15 @@ local function buffer_text(buf)
   return text
 end
 
--- denied tells whether path matches the user's selection.deny globs (on the
--- file name, the path from the cwd, or the whole path): such files' contents
--- never leave Neovim.
+-- denied tells whether path is on the user's deny-list (security.deny):
+-- such files' contents never leave Neovim. The one matcher is the
+-- selection module's (the host's boundary follows the same rules).
 local function denied(path)
-  local ok, config = pcall(require, "claude.config")
-  local globs = ok and type(config.options) == "table" and config.options.selection and config.options.selection.deny
-  if type(globs) ~= "table" then
+  local ok, selection = pcall(require, "claude.selection")
+  if not ok or type(selection.denied) ~= "function" then
     return false
   end
-  local names = { vim.fn.fnamemodify(path, ":t"), vim.fn.fnamemodify(path, ":."), path }
-  for _, glob in ipairs(globs) do
-    local rok, re = pcall(vim.fn.glob2regpat, glob)
-    if rok then
-      for _, name in ipairs(names) do
-        if vim.fn.match(name, re) ~= -1 then
-          return true
-        end
-      end
-    end
-  end
-  return false
+  return selection.denied(path)
 end
 
 -- ctx_read: the text of path's buffer when it has unsaved changes (else the
