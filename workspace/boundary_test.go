@@ -316,6 +316,7 @@ func TestListFilesRunsNoRepositoryProgram(t *testing.T) {
 	write(t, filepath.Join(ws, "a.go"), "package a")
 	write(t, filepath.Join(ws, "ignored.log"), "x")
 	write(t, filepath.Join(ws, ".gitignore"), "*.log\n")
+	run("add", "a.go") // a tracked file: ls-files reads the index, and runs the fsmonitor hook with it
 	hook := filepath.Join(t.TempDir(), "fsmonitor.sh")
 	write(t, hook, "#!/bin/sh\ntouch "+marker+"\n")
 	if err := os.Chmod(hook, 0o755); err != nil {
