@@ -66,6 +66,10 @@ func startExecHarness(t *testing.T, executeOpts string, files map[string]string)
 			first = name
 		}
 	}
+	if !strings.Contains(executeOpts, "grace_ms") {
+		// Most tests answer at once; the grace has tests of its own.
+		executeOpts = "grace_ms = 0, " + executeOpts
+	}
 	init := `vim.o.columns = 160 vim.o.lines = 40
 _G.notes = {}
 vim.notify = function(msg, level) table.insert(_G.notes, { msg = msg, level = level or 2 }) end
@@ -269,10 +273,12 @@ func TestExecuteCodeOutputCap(t *testing.T) {
 	}
 }
 
-// floatOpen waits for the confirmation float and returns its text.
+// floatOpen waits for the confirmation float, goes to it as the user does
+// from the terminal (:ClaudeExecute), and returns its text.
 func (h *execHarness) floatOpen(t *testing.T) string {
 	t.Helper()
 	h.WaitFor(t, 30*time.Second, `#require("claude.execute").pending() > 0`, "", "the confirmation float")
+	h.Exec(t, `vim.cmd("ClaudeExecute")`)
 	var text string
 	h.Eval(t, `local w = vim.api.nvim_get_current_win()
 		if vim.api.nvim_win_get_config(w).relative == "" then return "not focused" end
@@ -335,7 +341,7 @@ func TestExecuteCodeConfirm(t *testing.T) {
 	t.Run("always", func(t *testing.T) {
 		ch := h.callAsync(ctx, "y = 7")
 		h.floatOpen(t)
-		if _, err := h.Input("a"); err != nil {
+		if _, err := h.Input("ay"); err != nil { // always, then yes
 			t.Fatal(err)
 		}
 		if r := wait(t, ch); r == nil || r.IsError {
@@ -515,4 +521,165 @@ func TestKernelLifecycle(t *testing.T) {
 		h.k.close()
 		waitDead(t, pid, "the kernel after close")
 	})
+}
+
+// typeAtPace feeds keys to Neovim one by one, gap apart, as a person types.
+func (h *execHarness) typeAtPace(t *testing.T, keys []string, gap time.Duration) {
+	t.Helper()
+	for _, k := range keys {
+		if _, err := h.Input(k); err != nil {
+			t.Error(err)
+			return
+		}
+		time.Sleep(gap)
+	}
+}
+
+// confirmState is what the user sees of a confirmation.
+type confirmState struct {
+	Pending int    `json:"pending"`
+	Focused bool   `json:"focused"` // the current window is the float
+	Term    bool   `json:"term"`    // the current buffer is the terminal
+	Footer  string `json:"footer"`  // the float's hint (footer, or last line before 0.10)
+	Typed   string `json:"typed"`   // the terminal's text
+}
+
+func (h *execHarness) confirmState(t *testing.T) confirmState {
+	t.Helper()
+	var st confirmState
+	h.Eval(t, `local ex = require("claude.execute")
+		local st = { pending = #ex.pending(), typed = "", footer = "" }
+		st.focused = vim.api.nvim_win_get_config(0).relative ~= ""
+		st.term = vim.bo.buftype == "terminal"
+		for _, w in ipairs(vim.api.nvim_list_wins()) do
+			local b = vim.api.nvim_win_get_buf(w)
+			if vim.bo[b].buftype == "terminal" then
+				st.typed = table.concat(vim.api.nvim_buf_get_lines(b, 0, -1, false), "\n")
+			end
+			local c = vim.api.nvim_win_get_config(w)
+			if c.relative ~= "" then
+				if c.footer then
+					for _, chunk in ipairs(type(c.footer) == "table" and c.footer or { { c.footer } }) do st.footer = st.footer .. chunk[1] end
+				else
+					local lines = vim.api.nvim_buf_get_lines(b, 0, -1, false)
+					st.footer = lines[#lines] or ""
+				end
+			end
+		end
+		return st`, &st)
+	return st
+}
+
+// Issue 14, finding 1: with the focus in the Claude terminal, the user types
+// `ls -la<CR>` at a normal pace while an executeCode request arrives. The
+// float must not take the focus, the terminal must get every key, and
+// nothing runs until the user goes to the float and presses a key after
+// the grace.
+func TestExecuteConsentCannotBeTypedAhead(t *testing.T) {
+	h := startExecHarness(t, `grace_ms = 400`, nil)
+	ctx := context.Background()
+	keys := []string{"l", "s", " ", "-", "l", "a", "<CR>"}
+	typed := make(chan struct{})
+	go func() {
+		defer close(typed)
+		h.typeAtPace(t, keys, 90*time.Millisecond)
+	}()
+	time.Sleep(150 * time.Millisecond) // the request arrives mid-word
+	ch := h.callAsync(ctx, "print('ran it')")
+	<-typed
+	h.WaitFor(t, 30*time.Second, `#require("claude.execute").pending() > 0`, "", "the confirmation float")
+	h.WaitFor(t, 10*time.Second, `(function() for _, w in ipairs(vim.api.nvim_list_wins()) do local b = vim.api.nvim_win_get_buf(w) if vim.bo[b].buftype == "terminal" and table.concat(vim.api.nvim_buf_get_lines(b, 0, -1, false), "\n"):find("ls %-la") then return true end end return false end)()`,
+		"", "the terminal to echo what was typed")
+	st := h.confirmState(t)
+	if st.Pending != 1 || st.Focused || !st.Term {
+		t.Fatalf("while typing in the terminal: %+v (want one confirmation waiting, the focus kept in the terminal)", st)
+	}
+	select {
+	case r := <-ch:
+		t.Fatalf("the code ran (or ended) without a deliberate answer: %+v", r)
+	default:
+	}
+	var notes string
+	h.Eval(t, `return vim.inspect(_G.notes)`, &notes)
+	if !strings.Contains(notes, ":ClaudeExecute") {
+		t.Errorf("the user was not told how to reach the float: %s", notes)
+	}
+
+	// The user goes to it; a key at once is too soon, one after a pause runs.
+	h.Exec(t, `vim.cmd("ClaudeExecute")`)
+	if _, err := h.Input("r"); err != nil {
+		t.Fatal(err)
+	}
+	h.WaitFor(t, 10*time.Second, `(function() local c = vim.api.nvim_win_get_config(0) local f = c.footer and vim.inspect(c.footer) or table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), " ") return f:find("too soon") ~= nil end)()`,
+		"", "the float to say the key came too soon")
+	if st := h.confirmState(t); st.Pending != 1 {
+		t.Fatalf("a key pressed at once answered: %+v", st)
+	}
+	time.Sleep(800 * time.Millisecond)
+	if _, err := h.Input("r"); err != nil {
+		t.Fatal(err)
+	}
+	if r := wait(t, ch); r == nil || r.IsError || !strings.Contains(texts(r), "ran it") {
+		t.Fatalf("the deliberate run: %+v", r)
+	}
+	if st := h.confirmState(t); !st.Term {
+		t.Errorf("the focus did not go back to the terminal: %+v", st)
+	}
+}
+
+// "Always" takes two deliberate keys, and holds for one CLI connection only.
+func TestExecuteAlwaysIsTwoStepsAndPerConnection(t *testing.T) {
+	h := startExecHarness(t, `grace_ms = 300`, nil)
+	ctx := context.Background()
+	pause := func() { time.Sleep(700 * time.Millisecond) }
+	call := func(client, code string) <-chan *mcp.ToolResult {
+		out := make(chan *mcp.ToolResult, 1)
+		args, _ := json.Marshal(map[string]string{"code": code})
+		go func() {
+			res, err := h.k.executeCode(ctx, &mcp.ToolRequest{Client: mcp.ClientInfo{ID: client}, Arguments: args})
+			if err != nil {
+				res = nil
+			}
+			out <- res
+		}()
+		return out
+	}
+	press := func(k string) {
+		t.Helper()
+		pause()
+		if _, err := h.Input(k); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// "a" alone asks again; "n" steps back; "r" runs this once.
+	ch := call("conn-1", "z = 1")
+	h.floatOpen(t)
+	press("a")
+	if st := h.confirmState(t); st.Pending != 1 || !strings.Contains(st.Footer, "without asking") {
+		t.Fatalf("after a: %+v", st)
+	}
+	press("n")
+	press("r")
+	if r := wait(t, ch); r == nil || r.IsError {
+		t.Fatalf("run once: %+v", r)
+	}
+	ch = call("conn-1", "z + 1")
+	h.floatOpen(t) // asked again: a single "a" enabled nothing
+	press("a")
+	press("y")
+	if r := wait(t, ch); r == nil || r.IsError {
+		t.Fatalf("always: %+v", r)
+	}
+	// The same connection runs without asking …
+	if r := wait(t, call("conn-1", "print(z * 42)")); r == nil || !strings.Contains(texts(r), "42") {
+		t.Fatalf("after always, same connection: %+v", r)
+	}
+	// … another connection is asked.
+	ch = call("conn-2", "print('other')")
+	h.floatOpen(t)
+	press("c")
+	if r := wait(t, ch); r == nil || !r.IsError {
+		t.Fatalf("another connection ran without asking: %+v", r)
+	}
 }

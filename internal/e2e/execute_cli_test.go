@@ -40,6 +40,9 @@ func TestCLIExecuteCode(t *testing.T) {
 		var pending int
 		s.Eval(t, `return #require("claude.execute").pending()`, &pending)
 		if pending > 0 {
+			// The float waits beside the terminal, which keeps the focus:
+			// go to it as the user would, then answer.
+			s.Exec(t, `require("claude.config").options.execute.grace_ms = 0 vim.cmd("ClaudeExecute")`)
 			if _, err := s.Input("r"); err != nil {
 				t.Fatal(err)
 			}

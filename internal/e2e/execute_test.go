@@ -42,6 +42,9 @@ func (e *toolsEnv) runConfirmed(t *testing.T, code, key string) map[string]any {
 	e.c.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"executeCode","arguments":{"code":%q}}}`, id, code))
 	if key != "" {
 		e.WaitFor(t, 60*time.Second, `#require("claude.execute").pending() > 0`, `return require("claude").status()`, "the confirmation float")
+		// The user goes to it (the terminal kept the focus); no grace here:
+		// the key is pressed once the float has the focus.
+		e.Exec(t, `require("claude.config").options.execute.grace_ms = 0 vim.cmd("ClaudeExecute")`)
 		var shown string
 		e.Eval(t, `return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")`, &shown)
 		if !strings.Contains(shown, strings.Split(code, "\n")[0]) {

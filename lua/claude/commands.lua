@@ -57,6 +57,9 @@ function M.create()
     end,
     desc = "Restart, interrupt, stop or list the Jupyter kernel(s) Claude runs code in",
   })
+  cmd("ClaudeExecute", function()
+    require("claude.execute").focus()
+  end, { desc = "Go to the code Claude wants to run (the executeCode confirmation)" })
 
   -- The chat panel (lua/claude/chat/).
   local function chat()

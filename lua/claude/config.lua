@@ -35,6 +35,7 @@ function M.defaults()
       timeout_ms = 30000, -- interrupt a run after this long (0: no limit)
       max_output = 20000, -- characters of text output kept per run (0: no cap)
       python = nil, -- interpreter with jupyter_client + ipykernel (nil: python3, then /usr/bin/python3)
+      grace_ms = 500, -- keys within this long of the float, or of another key, never answer it
     },
     diagnostics = {
       -- after the CLI edits a file, how long getDiagnostics waits for the
@@ -182,6 +183,14 @@ local schema = {
   execute = {
     table = {
       confirm = { types = { "boolean" } },
+      grace_ms = {
+        types = { "number" },
+        check = function(v)
+          if v < 0 or v > 10000 then
+            return "must be between 0 and 10000"
+          end
+        end,
+      },
       timeout_ms = {
         types = { "number" },
         check = function(v)

@@ -15,9 +15,12 @@ M.defaults = {
   timeout_ms = 30000, -- interrupt a run after this long (0: no limit)
   max_output = 20000, -- characters of text output kept per run (0: no cap)
   python = nil, -- interpreter with jupyter_client + ipykernel (nil: python3, then /usr/bin/python3)
+  -- keys reaching the confirmation within this long of it being shown, or
+  -- of another key, are ignored: an answer is a deliberate key
+  grace_ms = 500,
 }
 
-local types = { confirm = "boolean", timeout_ms = "number", max_output = "number", python = "string" }
+local types = { confirm = "boolean", timeout_ms = "number", max_output = "number", python = "string", grace_ms = "number" }
 
 --- The execute options: setup()'s `execute` table over the defaults.
 --- Raises an error a person can act on when one has the wrong type.
@@ -119,8 +122,14 @@ function M._target()
   return { bufnr = buf, name = name, kernel = kernel, dir = dir, options = M.options() }
 end
 
--- Open confirmations by id: {win, buf, chan, prev_win, prev_mode}.
+-- Open confirmations by id: {win, buf, chan, prev_win, prev_mode, armed,
+-- prev_key, always_step, args}.
 local pending = {}
+
+local hrtime = (vim.uv or vim.loop).hrtime
+local function now_ms()
+  return hrtime() / 1e6
+end
 
 local function decide(id, decision)
   local p = pending[id]
@@ -129,10 +138,11 @@ local function decide(id, decision)
   end
   pending[id] = nil
   pcall(vim.fn.rpcnotify, p.chan, "execute_decision", vim.json.encode({ id = id, decision = decision }))
+  local had_focus = api.nvim_get_current_win() == p.win
   if api.nvim_win_is_valid(p.win) then
     pcall(api.nvim_win_close, p.win, true)
   end
-  if p.prev_win and api.nvim_win_is_valid(p.prev_win) then
+  if had_focus and p.prev_win and api.nvim_win_is_valid(p.prev_win) then
     pcall(api.nvim_set_current_win, p.prev_win)
     -- Back to typing in the Claude terminal when that is where the user was.
     if p.prev_mode == "t" and opt(api.nvim_win_get_buf(p.prev_win), "buftype") == "terminal" then
@@ -150,9 +160,90 @@ local function split_lines(s)
   return lines
 end
 
---- Shows the code in a float and asks: r/<CR> run, a always (this Claude
---- session), c/<Esc>/q cancel. args: {id, code, kernel, language, bufnr,
---- chan}. The answer goes to the host as an execute_decision notification.
+local rich = vim.fn.has("nvim-0.10") == 1 -- floats with a title and a footer
+local hints = {
+  ask = " [r] Run   [c] Cancel   [a] Always for this Claude session ",
+  always = " Run code from this Claude session without asking? [y] Yes   [n] No ",
+  early = " Keys typed too soon were ignored: press again ",
+}
+
+-- show_hint puts one of hints in the float's footer (the last line before
+-- 0.10).
+local function show_hint(p, which)
+  if not api.nvim_win_is_valid(p.win) then
+    return
+  end
+  if rich then
+    pcall(api.nvim_win_set_config, p.win, { footer = hints[which], footer_pos = "center" })
+  else
+    api.nvim_buf_set_option(p.buf, "modifiable", true)
+    api.nvim_buf_set_lines(p.buf, -2, -1, false, { vim.trim(hints[which]) })
+    api.nvim_buf_set_option(p.buf, "modifiable", false)
+  end
+end
+
+-- One key watcher while confirmations are open: it stamps the keys typed
+-- into a confirmation float, so an answer can tell a deliberate key from
+-- one that arrived in a stream of typing.
+local key_ns
+local function watch_keys()
+  if key_ns then
+    return
+  end
+  key_ns = api.nvim_create_namespace("claude_execute_keys")
+  vim.on_key(function()
+    local win = api.nvim_get_current_win()
+    for _, p in pairs(pending) do
+      if p.win == win then
+        p.prev_key, p.last_key = p.last_key, now_ms()
+      end
+    end
+  end, key_ns)
+end
+
+local function unwatch_keys()
+  if key_ns and next(pending) == nil then
+    vim.on_key(nil, key_ns)
+    key_ns = nil
+  end
+end
+
+-- deliberate: the key being handled came after the grace since the float
+-- got the focus and since the key before it. Otherwise it is ignored and
+-- the float says so.
+local function deliberate(p)
+  local grace = M.options().grace_ms
+  local since = math.max(p.armed or 0, p.prev_key or 0)
+  if now_ms() - since >= grace then
+    return true
+  end
+  show_hint(p, "early")
+  return false
+end
+
+-- arm gives the float the focus and starts its grace.
+local function arm(p)
+  if not api.nvim_win_is_valid(p.win) then
+    return
+  end
+  if api.nvim_get_current_win() ~= p.win then
+    p.prev_win = api.nvim_get_current_win()
+    p.prev_mode = api.nvim_get_mode().mode
+    api.nvim_set_current_win(p.win)
+  end
+  -- Keys typed for the window left behind (insert or terminal mode) must
+  -- not land here as text.
+  vim.cmd("stopinsert")
+  vim.cmd("redraw")
+  p.armed, p.prev_key, p.last_key = now_ms(), nil, nil
+end
+
+--- Shows the code in a float and asks: r/<CR> run, a then y always (this
+--- Claude session), c/<Esc>/q cancel. args: {id, code, kernel, language,
+--- bufnr, chan}. The answer goes to the host as an execute_decision
+--- notification. The float takes the focus only from Normal mode: a user
+--- typing in the Claude terminal or in Insert mode is told, and goes to it
+--- with :ClaudeExecute — keys typed meanwhile never answer it.
 function M._confirm(args)
   local lines = split_lines(args.code or "")
   local title = string.format(" Claude wants to run code in the %s kernel", args.kernel or "python3")
@@ -161,14 +252,12 @@ function M._confirm(args)
     title = title .. " of " .. vim.fn.fnamemodify(bname, ":~:.")
   end
   title = title .. " "
-  local hint = " [r] Run   [c] Cancel   [a] Always for this session "
-  local rich = vim.fn.has("nvim-0.10") == 1 -- title and footer
   local body = vim.deepcopy(lines)
   if not rich then
     table.insert(body, 1, vim.trim(title))
     table.insert(body, 2, "")
     table.insert(body, "")
-    table.insert(body, vim.trim(hint))
+    table.insert(body, vim.trim(hints.ask))
   end
 
   local buf = api.nvim_create_buf(false, true)
@@ -184,7 +273,10 @@ function M._confirm(args)
     api.nvim_buf_add_highlight(buf, ns, "Question", #body - 1, 0, -1)
   end
 
-  local width = math.max(vim.fn.strdisplaywidth(title), vim.fn.strdisplaywidth(hint))
+  local width = vim.fn.strdisplaywidth(title)
+  for _, h in pairs(hints) do
+    width = math.max(width, vim.fn.strdisplaywidth(h))
+  end
   for _, l in ipairs(body) do
     width = math.max(width, vim.fn.strdisplaywidth(l))
   end
@@ -203,29 +295,49 @@ function M._confirm(args)
   if rich then
     cfg.title = title
     cfg.title_pos = "center"
-    cfg.footer = hint
+    cfg.footer = hints.ask
     cfg.footer_pos = "center"
   end
-  local prev_win = api.nvim_get_current_win()
-  local prev_mode = api.nvim_get_mode().mode
-  local win = api.nvim_open_win(buf, true, cfg)
+  local mode = api.nvim_get_mode().mode
+  -- Typing in a terminal or inserting text: never take the focus.
+  local typing = mode:sub(1, 1) == "t" or mode:sub(1, 1) == "i" or mode:sub(1, 1) == "R"
+  local win = api.nvim_open_win(buf, false, cfg)
   api.nvim_win_set_option(win, "wrap", false)
-  -- Keys typed for the window left behind (insert or terminal mode) must
-  -- not land here as text.
-  vim.cmd("stopinsert")
-  pending[args.id] = { win = win, buf = buf, chan = args.chan, prev_win = prev_win, prev_mode = prev_mode }
+  local p = { win = win, buf = buf, chan = args.chan, args = args }
+  pending[args.id] = p
+  watch_keys()
 
-  local function map(lhs, decision)
+  local function map(lhs, fn, desc)
     vim.keymap.set("n", lhs, function()
-      decide(args.id, decision)
-    end, { buffer = buf, nowait = true, silent = true, desc = "nvim-claude: " .. decision })
+      if pending[args.id] and deliberate(p) then
+        fn()
+      end
+    end, { buffer = buf, nowait = true, silent = true, desc = "nvim-claude: " .. desc })
   end
-  map("r", "run")
-  map("<CR>", "run")
-  map("a", "always")
-  map("c", "cancel")
-  map("q", "cancel")
-  map("<Esc>", "cancel")
+  local function answer(decision)
+    return function()
+      decide(args.id, decision)
+      unwatch_keys()
+    end
+  end
+  map("r", answer("run"), "run")
+  map("<CR>", answer("run"), "run")
+  map("a", function()
+    p.always_step = true
+    show_hint(p, "always")
+  end, "always (asks to confirm)")
+  map("y", function()
+    if p.always_step then
+      answer("always")()
+    end
+  end, "confirm always")
+  map("n", function()
+    p.always_step = false
+    show_hint(p, "ask")
+  end, "not always")
+  map("c", answer("cancel"), "cancel")
+  map("q", answer("cancel"), "cancel")
+  map("<Esc>", answer("cancel"), "cancel")
   -- Closing the float any other way (:q, <C-w>c) is a "no".
   api.nvim_create_autocmd("BufWipeout", {
     buffer = buf,
@@ -233,11 +345,41 @@ function M._confirm(args)
     callback = function()
       vim.schedule(function()
         decide(args.id, "cancel")
+        unwatch_keys()
       end)
     end,
   })
-  require("claude.util").emit("ClaudeExecuteConfirm", { id = args.id, bufnr = args.bufnr, code = args.code })
+  -- Reached some other way (<C-w>w, the mouse): the grace starts then.
+  api.nvim_create_autocmd("WinEnter", {
+    buffer = buf,
+    callback = function()
+      if pending[args.id] and api.nvim_get_current_win() == win then
+        p.armed, p.prev_key, p.last_key = now_ms(), nil, nil
+      end
+    end,
+  })
+  if typing then
+    require("claude.util").notify(
+      "nvim-claude: Claude wants to run code in the " .. (args.kernel or "python3") .. " kernel: :ClaudeExecute to review it",
+      vim.log.levels.WARN
+    )
+  else
+    arm(p)
+  end
+  require("claude.util").emit("ClaudeExecuteConfirm", { id = args.id, bufnr = args.bufnr, code = args.code, focused = not typing })
   return { win = win, buf = buf }
+end
+
+--- :ClaudeExecute: goes to the oldest confirmation waiting (the code
+--- Claude wants to run). Keys then count after the grace (execute.grace_ms).
+function M.focus()
+  local ids = M.pending()
+  if #ids == 0 then
+    require("claude.util").notify("nvim-claude: no code is waiting to run", vim.log.levels.INFO)
+    return false
+  end
+  arm(pending[ids[1]])
+  return true
 end
 
 --- Closes a confirmation whose request ended (the CLI cancelled it or left)
@@ -248,6 +390,7 @@ function M._close_confirm(id)
   if p and api.nvim_win_is_valid(p.win) then
     pcall(api.nvim_win_close, p.win, true)
   end
+  unwatch_keys()
 end
 
 --- The open confirmations' ids (tests, statusline).
