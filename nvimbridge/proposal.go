@@ -4,9 +4,18 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
+
+// proposalDirPrefix names the private proposal directories in the temporary
+// directory: nvim-claude-proposals-<host pid>-<random>, so that a later host
+// can tell the directory of a host that is gone (killed outright, it could
+// not remove its own) and sweep it (SweepStaleProposals).
+const proposalDirPrefix = "nvim-claude-proposals-"
 
 // proposalFile is a proposal written for Neovim to read (lua/claude/diff.lua
 // reads it with :0read ++bin into the proposal buffer and removes it when
@@ -64,7 +73,7 @@ func (p *proposals) ensureDir() (string, error) {
 		return "", os.ErrClosed
 	}
 	if p.dir == "" {
-		dir, err := os.MkdirTemp("", "nvim-claude-proposals-")
+		dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", proposalDirPrefix, os.Getpid())) // 0700
 		if err != nil {
 			return "", fmt.Errorf("proposal directory: %w", err)
 		}
@@ -82,4 +91,47 @@ func (p *proposals) close() {
 		_ = os.RemoveAll(p.dir)
 		p.dir = ""
 	}
+}
+
+// legacyProposalAge: a directory named before the pid was part of the name
+// is swept once it is this old (no proposal lives that long).
+const legacyProposalAge = time.Hour
+
+// SweepStaleProposals removes, from the temporary directory, the proposal
+// directories of hosts that are no longer running and that belong to this
+// user; a live host's directory, and another user's, are left alone. The
+// host calls it once at start. It returns how many it removed.
+func SweepStaleProposals() int {
+	tmp := os.TempDir()
+	entries, err := os.ReadDir(tmp)
+	if err != nil {
+		return 0
+	}
+	removed := 0
+	for _, e := range entries {
+		name := e.Name()
+		if !e.IsDir() || !strings.HasPrefix(name, proposalDirPrefix) {
+			continue
+		}
+		path := filepath.Join(tmp, name)
+		fi, err := os.Lstat(path)
+		if err != nil || !fi.IsDir() || !ownedByMe(fi) {
+			continue
+		}
+		rest := strings.TrimPrefix(name, proposalDirPrefix)
+		pidText, _, withPID := strings.Cut(rest, "-")
+		pid, perr := strconv.Atoi(pidText)
+		switch {
+		case withPID && perr == nil:
+			if pid == os.Getpid() || processAlive(pid) {
+				continue
+			}
+		case time.Since(fi.ModTime()) < legacyProposalAge:
+			continue
+		}
+		if os.RemoveAll(path) == nil {
+			removed++
+		}
+	}
+	return removed
 }

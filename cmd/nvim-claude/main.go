@@ -69,6 +69,10 @@ func run(args []string, stdin io.Reader, stdout io.WriteCloser, stderr io.Writer
 	served := make(chan error, 1)
 	go func() { served <- bridge.Serve() }()
 	log.Info("started", "version", plugin.Version, "pid", os.Getpid())
+	// A host killed outright could not remove its proposal directory.
+	if n := nvimbridge.SweepStaleProposals(); n > 0 {
+		log.Info("removed the proposal directories of hosts that are gone", "count", n)
+	}
 
 	code := 0
 	select {
