@@ -1007,3 +1007,57 @@ return out`, &got)
 	jsonEq(t, got, `{"t_number":false,"t_fdm":"expr","split_number":true,"split_fdm":"manual","split_fdc":"1","split_winbar":"",
 "same_number":true,"same_fdm":"manual","same_winbar":""}`)
 }
+
+// Issue 14, finding 8: a permission key answers the prompt under the
+// cursor and nothing else. With the cursor elsewhere it answers nothing and
+// says which prompt waits and how to reach it (]p).
+func TestChatUIPermissionKeyAnswersOnlyThePromptUnderTheCursor(t *testing.T) {
+	c := startChatUI(t, "")
+	c.open(t)
+	c.ev(t, "user", `{"id":"1","uuid":"u1","text":"clean up"}`)
+	c.ev(t, "text", `{"id":"1","message_id":"m1","index":0,"delta":"Let me look.\nFirst a listing,\nthen a removal."}`)
+	c.ev(t, "permission", `{"id":"1","request_id":"r1","kind":"bash","tool":"Bash","summary":"Bash: ls","input":{"command":"ls"}}`)
+	c.ev(t, "permission", `{"id":"1","request_id":"r2","kind":"bash","tool":"Bash","summary":"Bash: rm -rf build","input":{"command":"rm -rf build"}}`)
+	c.focus(t, "1", "t")
+	row := func(text string) int {
+		t.Helper()
+		for i, l := range strings.Split(c.transcript(t, "1"), "\n") {
+			if strings.Contains(l, text) {
+				return i + 1
+			}
+		}
+		t.Fatalf("no %q in the transcript:\n%s", text, c.transcript(t, "1"))
+		return 0
+	}
+	at := func(line int) {
+		t.Helper()
+		c.Exec(t, `vim.api.nvim_win_set_cursor(0, { select(1, ...), 0 })`, line)
+	}
+
+	// On the user's text: nothing is answered, the way there is named.
+	at(row("clean up"))
+	c.feed(t, "a")
+	if rs := c.reqs(t, "chat_permission"); len(rs) != 0 {
+		t.Fatalf("a key away from any prompt answered %v", rs)
+	}
+	if notes := jsonOf(c.notes(t)); !strings.Contains(notes, "Bash") || !strings.Contains(notes, "]p") {
+		t.Errorf("the user is not told which prompt waits and how to reach it: %s", notes)
+	}
+
+	// On the newer prompt: that one is answered, not the oldest.
+	at(row("rm -rf build"))
+	c.feed(t, "a")
+	if p := c.lastReq(t, "chat_permission"); p["request_id"] != "r2" {
+		t.Fatalf("answered %v, want r2 (the prompt under the cursor)", p)
+	}
+	c.ev(t, "permission_done", `{"id":"1","request_id":"r2","behavior":"allow","by":"user"}`)
+
+	// ]p goes to the one still waiting; then the key answers it.
+	c.Exec(t, `_G.inputs = { "not now" }`)
+	at(1)
+	c.feed(t, "]p")
+	c.feed(t, "d")
+	if p := c.lastReq(t, "chat_permission"); p["request_id"] != "r1" || p["behavior"] != "deny" {
+		t.Fatalf("after ]p: %v, want r1 denied", p)
+	}
+}

@@ -92,6 +92,7 @@ function M.defaults()
         allow_session = "s",
         allow_project = "p",
         deny = "d",
+        next_prompt = "]p", -- transcript: go to the permission prompt waiting
         rewind = "R",
         fork = "F",
         resume = "r",
@@ -344,7 +345,7 @@ local schema = {
           local t = {}
           for _, k in ipairs({
             "send", "interrupt", "mode", "model", "attach_selection", "image", "clear_attachments", "toggle",
-            "allow", "allow_session", "allow_project", "deny", "rewind", "fork", "resume", "close",
+            "allow", "allow_session", "allow_project", "deny", "next_prompt", "rewind", "fork", "resume", "close",
           }) do
             t[k] = { types = { "string", "boolean" }, check = key_or_false }
           end

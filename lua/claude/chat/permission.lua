@@ -229,23 +229,54 @@ function M.done(chat, rid, d)
   end
 end
 
--- target: the prompt under the cursor in the transcript, else the oldest
--- one waiting.
+-- target: the prompt under the cursor in the transcript. A key pressed
+-- with the cursor anywhere else answers nothing: it must never allow some
+-- other request than the one the user is looking at.
 local function target(chat)
-  if #chat.pending == 0 then
+  if #chat.pending == 0 or api.nvim_get_current_buf() ~= chat.tbuf then
     return nil
   end
-  if api.nvim_get_current_buf() == chat.tbuf then
-    local row = api.nvim_win_get_cursor(0)[1] - 1
-    for _, rid in ipairs(chat.pending) do
-      local p = chat.perms[rid]
-      local s, e = render.mark_row(chat, p.start), render.mark_row(chat, p.help)
-      if s and e and row >= s and row <= e then
-        return p
-      end
+  local row = api.nvim_win_get_cursor(0)[1] - 1
+  for _, rid in ipairs(chat.pending) do
+    local p = chat.perms[rid]
+    local s, e = render.mark_row(chat, p.start), render.mark_row(chat, p.help)
+    if s and e and row >= s and row <= e then
+      return p
     end
   end
-  return chat.perms[chat.pending[1]]
+  return nil
+end
+
+-- waiting says which prompt waits and how to reach it.
+local function waiting(chat)
+  local p = chat.perms[chat.pending[1]]
+  local row = p and render.mark_row(chat, p.start)
+  local what = p and p.d and (p.d.tool or p.d.kind) or "a request"
+  local jump = k("next_prompt")
+  return string.format(
+    "nvim-claude: put the cursor on the prompt to answer it: a permission for %s waits at line %d%s",
+    what,
+    (row or 0) + 1,
+    jump and (" (" .. jump .. " jumps to it)") or ""
+  )
+end
+
+--- Moves the cursor to the oldest prompt waiting in the transcript.
+function M.jump(chat)
+  local p = chat.perms[chat.pending[1] or ""]
+  local row = p and render.mark_row(chat, p.start)
+  if not row then
+    notify("nvim-claude: no permission request is waiting in this chat", vim.log.levels.INFO)
+    return false
+  end
+  for _, win in ipairs(api.nvim_list_wins()) do
+    if api.nvim_win_get_buf(win) == chat.tbuf then
+      api.nvim_set_current_win(win)
+      api.nvim_win_set_cursor(win, { row + 1, 0 })
+      return true
+    end
+  end
+  return false
 end
 
 --- Sends the answer for p. params: behavior, scope, message, answers, accept_plan_mode.
@@ -365,12 +396,17 @@ local function deny_plan(chat, p)
   deny_with_reason(chat, p, "What should change in the plan? ")
 end
 
---- Answers the prompt under the cursor (or the oldest waiting one).
+--- Answers the prompt under the cursor; with the cursor elsewhere it
+--- answers nothing and says which prompt waits and how to reach it.
 --- choice: "allow", "session", "project" or "deny".
 function M.answer(chat, choice)
+  if #chat.pending == 0 then
+    notify("nvim-claude: no permission request is waiting in this chat", vim.log.levels.WARN)
+    return
+  end
   local p = target(chat)
   if not p then
-    notify("nvim-claude: no permission request is waiting in this chat", vim.log.levels.WARN)
+    notify(waiting(chat), vim.log.levels.WARN)
     return
   end
   local kind = p.d.kind
