@@ -285,3 +285,69 @@ func TestBoundaryHomeWorkspace(t *testing.T) {
 		})
 	}
 }
+
+// TestToolMadeSelectionIsNotSharedBack: finding 5 — openFile with
+// startText/endText selects text; that selection, made by a tool and not by
+// the user, must not go out as selection_changed nor through
+// getCurrentSelection / getLatestSelection. Once the user moves, sharing
+// resumes, and what the user selects is shared as before.
+func TestToolMadeSelectionIsNotSharedBack(t *testing.T) {
+	home, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	project := filepath.Join(home, "proj")
+	const secret = "AKIA-SECRET-KEY"
+	bndWrite(t, project, map[string]string{"main.txt": "hello\n", "keys.txt": "line one\n" + secret + "\nline three\n"})
+	r := startBndRig(t, project, home, "")
+	r.Exec(t, `vim.cmd("edit main.txt")`)
+
+	// leaked fails the test on any frame carrying the secret; it returns
+	// the first frame pred accepts.
+	leaked := func(what string, pred func(map[string]any) bool) map[string]any {
+		t.Helper()
+		timeout := time.After(60 * time.Second)
+		for {
+			select {
+			case m := <-r.frames.frames:
+				if b, _ := json.Marshal(m); strings.Contains(string(b), secret) {
+					t.Fatalf("%s: the tool-made selection went out: %s", what, b)
+				}
+				if pred(m) {
+					return m
+				}
+			case <-timeout:
+				t.Fatalf("no frame: %s", what)
+			}
+		}
+	}
+	call := func(name string, args map[string]any) map[string]any {
+		t.Helper()
+		r.id++
+		id := r.id
+		p, _ := json.Marshal(map[string]any{"name": name, "arguments": args})
+		r.c.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}`, id, p))
+		return leaked("the answer to "+name, func(m map[string]any) bool { return m["id"] == float64(id) })
+	}
+	allowed(t, "openFile with a selection", call("openFile", map[string]any{"filePath": "keys.txt", "startText": "AKIA", "endText": "KEY", "makeFrontmost": true}), "keys.txt")
+	var mode string
+	r.Eval(t, `return vim.api.nvim_get_mode().mode`, &mode)
+	if mode != "v" {
+		t.Fatalf("openFile did not select (mode %q): the test proves nothing", mode)
+	}
+	for _, tool := range []string{"getCurrentSelection", "getLatestSelection"} {
+		call(tool, map[string]any{})
+	}
+	// The user moves on: a plain cursor state goes out, then what the user
+	// selects, secret or not, is shared as before.
+	r.Exec(t, `vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes("<Esc>gg", true, false, true), "mx", false)`)
+	leaked("the user's own move", func(m map[string]any) bool {
+		p, _ := m["params"].(map[string]any)
+		return m["method"] == "selection_changed" && strings.HasSuffix(fmt.Sprint(p["filePath"]), "keys.txt")
+	})
+	r.Exec(t, `vim.api.nvim_feedkeys("2GV", "mx", false)`)
+	r.frames.until(t, "the user's own selection", func(m map[string]any) bool {
+		b, _ := json.Marshal(m)
+		return m["method"] == "selection_changed" && strings.Contains(string(b), secret)
+	})
+}

@@ -154,6 +154,72 @@ function M.denied(path)
   return hit
 end
 
+-- Selections and buffers the user did not make ----------------------------
+
+--- Marks buf as loaded by a tool call (openFile, open_file_at …): a file
+--- outside the workspace (the cwd) that the user did not open is not
+--- shared, until the user edits it.
+function M.opened_by_tool(buf)
+  if not api.nvim_buf_is_valid(buf) then
+    return
+  end
+  vim.b[buf].claude_opened_by_tool = true
+  api.nvim_create_autocmd({ "TextChanged", "TextChangedI" }, {
+    buffer = buf,
+    once = true,
+    desc = "nvim-claude: a buffer the user edits is the user's",
+    callback = function()
+      pcall(function()
+        vim.b[buf].claude_opened_by_tool = nil
+      end)
+    end,
+  })
+end
+
+--- Records the Visual selection a tool just made in buf (from s to e, each
+--- {row, byte col}): it is not shared back until the user changes it.
+function M.tool_selected(buf, s, e)
+  S.tool = { buf = buf, s = s, e = e }
+end
+
+-- inside_cwd: path is in Neovim's global working directory (the workspace
+-- root) or below it.
+local function inside_cwd(path)
+  local cwd = vim.fn.getcwd(-1, -1)
+  return path == cwd or path:sub(1, #cwd + 1) == cwd .. "/" or cwd == "/"
+end
+
+-- withheld: what the current window shows of buf must not be shared — the
+-- selection a tool made and the user has not changed, or a file outside
+-- the workspace a tool opened and the user has not edited.
+-- ended: Visual mode just ended (the range is in the '< '> marks).
+local function tool_file(buf, path)
+  return vim.b[buf].claude_opened_by_tool == true and not inside_cwd(path)
+end
+
+local function withheld(buf, path, ended)
+  if S.tool then
+    local t = S.tool
+    if t.buf == buf then
+      local a, b
+      if ended then
+        a, b = api.nvim_buf_get_mark(buf, "<"), api.nvim_buf_get_mark(buf, ">")
+      elseif visual_modes[api.nvim_get_mode().mode:sub(1, 1)] then
+        local v = vim.fn.getpos("v")
+        a, b = { v[2], v[3] - 1 }, api.nvim_win_get_cursor(0)
+      end
+      if a and a[1] == t.s[1] and a[2] == t.s[2] and b[1] == t.e[1] and b[2] == t.e[2] then
+        if ended then
+          S.tool = nil -- ended without a change: the next move is the user's
+        end
+        return true
+      end
+    end
+    S.tool = nil -- the user moved on
+  end
+  return tool_file(buf, path)
+end
+
 -- Text and positions --------------------------------------------------------
 
 -- utf16 counts the UTF-16 code units in the first n bytes of s: one per
@@ -510,6 +576,9 @@ local function current_state()
   if M.denied(path) then
     return { kind = "denied" }
   end
+  if withheld(buf, path) then
+    return { kind = "skip" }
+  end
   local mode = api.nvim_get_mode().mode:sub(1, 1)
   if visual_modes[mode] then
     S.sticky = nil
@@ -668,6 +737,10 @@ local function visual_ended()
     send("selection_update", { state = next_seq({ kind = "denied" }), pull = true })
     return true
   end
+  if withheld(buf, path, true) then
+    S.sticky = nil
+    return false
+  end
   local vmode, dollar = ended_mode()
   if rapid then
     -- Part of a rapid series, and the move autocmds are disarmed: the host
@@ -690,7 +763,7 @@ local function left_in_visual()
   S.vwin = S.vwin or api.nvim_get_current_win()
   local buf = api.nvim_get_current_buf()
   local path = M.file_path(buf)
-  if not path or M.denied(path) then
+  if not path or M.denied(path) or withheld(buf, path) then
     return
   end
   push(visual_live(buf, path, mode), api.nvim_get_current_win(), buf, false)
@@ -912,6 +985,9 @@ function M._current()
   if M.denied(path) then
     return { kind = "denied", path = path }
   end
+  if (win == api.nvim_get_current_win() and withheld(buf, path)) or tool_file(buf, path) then
+    return { kind = "none" }
+  end
   if win == api.nvim_get_current_win() then
     local mode = api.nvim_get_mode().mode:sub(1, 1)
     if visual_modes[mode] then
@@ -929,7 +1005,7 @@ end
 function M.get()
   local buf = api.nvim_get_current_buf()
   local path = M.file_path(buf)
-  if not path or M.denied(path) then
+  if not path or M.denied(path) or withheld(buf, path) then
     return nil
   end
   local mode = api.nvim_get_mode().mode:sub(1, 1)

@@ -436,7 +436,13 @@ local function open(path, preview)
   if not buf then
     buf = vim.fn.bufadd(path)
   end
+  local was_loaded = api.nvim_buf_is_loaded(buf)
   load(buf)
+  if not was_loaded then
+    -- Loaded by a tool call, not by the user: outside the workspace it is
+    -- not shared (claude.selection) until the user edits it.
+    pcall(require("claude.selection").opened_by_tool, buf)
+  end
   if listed then
     return buf
   end
@@ -526,6 +532,9 @@ local function focus(win, buf, s, e)
   vim.cmd("normal! zvzz")
   vim.cmd("normal! v")
   api.nvim_win_set_cursor(win, e)
+  -- A selection made by a tool, not by the user: not shared back until the
+  -- user changes it.
+  pcall(require("claude.selection").tool_selected, buf, s, e)
 end
 
 -- Focus requests waiting for Terminal or Insert mode to end (see below).
