@@ -351,3 +351,63 @@ func TestToolMadeSelectionIsNotSharedBack(t *testing.T) {
 		return m["method"] == "selection_changed" && strings.Contains(string(b), secret)
 	})
 }
+
+// TestWriteFileSymlinkRace: finding 3 through the host — writeFile d/w-N.txt
+// in a loop while another process swaps the workspace directory d with a
+// symlink to a directory outside. Nothing may land outside, and no
+// temporary file may be left behind.
+func TestWriteFileSymlinkRace(t *testing.T) {
+	home, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	project := filepath.Join(home, "proj")
+	outside := filepath.Join(home, "outside")
+	bndWrite(t, project, map[string]string{"d/keep.txt": "k\n"})
+	if err := os.MkdirAll(outside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := startBndRig(t, project, home, "")
+
+	// The attacker: a separate process, as in the report.
+	script := fmt.Sprintf(`cd %q; while :; do ln -sfn %q d.link; mv d d.away; mv -T d.link d; rm -f d; mv d.away d; done`, project, outside)
+	attacker := exec.Command("sh", "-c", script)
+	if err := attacker.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			_ = attacker.Process.Kill()
+			_ = attacker.Wait()
+		}
+	}
+	t.Cleanup(stop)
+
+	const n = 400
+	written, refused := 0, 0
+	for i := 0; i < n; i++ {
+		m := r.ide(t, "writeFile", map[string]any{"path": fmt.Sprintf("d/w-%d.txt", i), "content": "x\n"})
+		if m["error"] == nil {
+			written++
+		} else {
+			refused++
+		}
+	}
+	stop()
+	entries, _ := os.ReadDir(outside)
+	for _, e := range entries {
+		t.Errorf("written outside the workspace: %s", e.Name())
+	}
+	_ = filepath.WalkDir(project, func(p string, d os.DirEntry, err error) error {
+		if err == nil && strings.Contains(d.Name(), ".nvim-claude-") {
+			t.Errorf("temporary left behind: %s", p)
+		}
+		return nil
+	})
+	t.Logf("%d writeFile calls under a symlink swap loop: %d written, %d refused, %d files outside", n, written, refused, len(entries))
+	if written == 0 {
+		t.Error("nothing was written: the race was not exercised")
+	}
+}
