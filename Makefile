@@ -1,15 +1,16 @@
 # nvim-claude — build, run, test, bench.
 #
-#   make          build bin/nvim-claude (needs only Go)
+#   make          build bin/nvim-claude (needs only Go) and doc/tags
 #   make run      build, fetch Neovim / the CLI if missing, open Neovim with :ClaudeStart
 #   make test     fetch what tests need (Neovim 0.7/0.10/0.12, the pinned CLI), run everything
+#   make test-latest   the end-to-end tests against npm's newest CLI (when a new one appears)
 #
 # Downloads go to .cache/ (gitignored) and are reused.
 
 SHELL := /bin/bash
 GO ?= go
 CACHE_DIR ?= $(CURDIR)/.cache
-CLAUDE_VERSION ?= 2.1.330
+CLAUDE_VERSION ?= 2.1.331
 NVIM_LINES ?= 0.7 0.10 0.12
 export CACHE_DIR CLAUDE_VERSION
 export NVIM_DIST ?= $(CACHE_DIR)/nvim
@@ -21,14 +22,19 @@ GO_SOURCES := $(shell find cmd mcp nvimbridge plugin -name '*.go' -o -name '*.lu
 NVIM_PKGS := ./nvimbridge/... ./plugin/... ./cmd/... ./internal/e2e/... ./internal/soak/...
 PURE_PKGS := ./mcp/... ./chat/... ./internal/fakeapi/... ./internal/clienv/... ./internal/bench/...
 
-.PHONY: all build run test test-deps vet bench soak fuzz clean
+.PHONY: all build run test test-deps test-latest vet bench soak fuzz clean
 
 all: build
 
-build: $(BIN)
+build: $(BIN) doc/tags
 
 $(BIN): $(GO_SOURCES)
+	@scripts/check-go
 	$(GO) build -trimpath -o $(BIN) ./cmd/nvim-claude
+
+# :help nvim-claude needs doc/tags; generated, never committed.
+doc/tags: $(wildcard doc/*.txt)
+	@scripts/helptags
 
 # The editor: nvim on PATH, else Neovim 0.12 into .cache. The CLI: claude on
 # PATH, else the pinned version into .cache.
@@ -41,22 +47,24 @@ run: build
 	  -c "ClaudeStart"
 
 test-deps:
-	@for l in $(NVIM_LINES); do scripts/get-nvim $$l >/dev/null || exit 1; done
-	@scripts/install-claude $(CLAUDE_VERSION) >/dev/null
-	@scripts/install-gopls >/dev/null
-	@scripts/install-jupyter >/dev/null
+	@NVIM_LINES="$(NVIM_LINES)" scripts/test-deps
 
 vet:
 	$(GO) vet ./...
 	@out=$$(gofmt -l cmd mcp nvimbridge plugin internal chat); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
 
+# About 10 minutes on 2 cores once the downloads are cached; it prints a
+# line per package as it finishes and a summary table at the end.
 test: test-deps vet build
-	CLAUDE_BIN=$$(scripts/install-claude $(CLAUDE_VERSION)) $(GO) test -race -count=1 $(PURE_PKGS)
-	@set -e; for l in $(NVIM_LINES); do \
-	  nv=$$(scripts/get-nvim $$l); echo "=== Neovim $$l ($$nv)"; \
-	  NVIM_BIN=$$nv CLAUDE_BIN=$$(scripts/install-claude $(CLAUDE_VERSION)) \
-	    $(GO) test -race -count=1 -timeout 15m $(NVIM_PKGS); \
-	done
+	@NVIM_LINES="$(NVIM_LINES)" PURE_PKGS="$(PURE_PKGS)" NVIM_PKGS="$(NVIM_PKGS)" scripts/test-all
+
+# The end-to-end packages against npm's newest CLI, on Neovim 0.12 only
+# (a few minutes): run it when a new CLI appears (README: "When a new CLI
+# breaks a test").
+test-latest: build
+	@nv=$$(scripts/get-nvim 0.12) && claude=$$(scripts/install-claude latest) && \
+	echo "=== CLI $$($$claude --version), Neovim 0.12" && \
+	NVIM_BIN=$$nv CLAUDE_BIN=$$claude $(GO) test -race -count=1 -timeout 15m ./internal/e2e/...
 
 # Benchmarks (issue 6): Go micro-benchmarks, and scripted scenarios against a
 # headless Neovim 0.12 running $(BIN), each compared with a floor measured in
@@ -87,4 +95,4 @@ fuzz: test-deps
 	  $(GO) test -run '^$$' -fuzz '^FuzzToolArguments$$' -fuzztime $(FUZZTIME) ./plugin/
 
 clean:
-	rm -rf bin
+	rm -rf bin doc/tags

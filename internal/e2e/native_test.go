@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -356,8 +357,13 @@ func TestCheckhealthAllOKOnAGoodSetup(t *testing.T) {
 			t.Errorf("checkhealth on a good setup reports %s:\n%s", bad, out)
 		}
 	}
-	if !strings.Contains(out, "2.1.330") && os.Getenv("CLAUDE_VERSION") == "" {
-		t.Errorf("checkhealth does not show the CLI's version:\n%s", out)
+	// The version the CLI itself reports ("2.1.331 (Claude Code)"), whichever is pinned.
+	v, err := exec.Command(cli, "--version").Output()
+	if err != nil {
+		t.Fatalf("%s --version: %v", cli, err)
+	}
+	if ver := strings.Fields(string(v)); len(ver) == 0 || !strings.Contains(out, ver[0]) {
+		t.Errorf("checkhealth does not show the CLI's version %q:\n%s", v, out)
 	}
 }
 
