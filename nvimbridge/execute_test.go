@@ -79,16 +79,20 @@ func TestExecuteTarget(t *testing.T) {
 	}
 }
 
-// The float shows the code, is focused in Normal mode, and each key sends
-// its decision; closing it otherwise is a cancel; CloseExecuteConfirm
-// closes it without a decision; focus and Terminal mode come back.
+// The float shows the code; opened while the user types in the terminal it
+// leaves the focus there, and :ClaudeExecute goes to it in Normal mode;
+// each key sends its decision ("always" takes a then y); closing it
+// otherwise is a cancel; CloseExecuteConfirm closes it without a decision;
+// focus and Terminal mode come back. (The grace for keys has its own tests
+// in plugin/tool_executecode_test.go; here it is 0.)
 func TestExecuteConfirmFloat(t *testing.T) {
 	n, b, got := startExecuteNvim(t, map[string]string{"a.py": ""}, "a.py")
+	n.Exec(t, `require("claude.config").options.execute.grace_ms = 0`)
 	ctx := context.Background()
 	cases := []struct {
 		key, want string
 	}{
-		{"r", "run"}, {"<CR>", "run"}, {"a", "always"}, {"c", "cancel"}, {"q", "cancel"}, {"<Esc>", "cancel"},
+		{"r", "run"}, {"<CR>", "run"}, {"ay", "always"}, {"c", "cancel"}, {"q", "cancel"}, {"<Esc>", "cancel"},
 		{":close<CR>", "cancel"}, {"", ""},
 	}
 	for i, c := range cases {
@@ -103,6 +107,13 @@ func TestExecuteConfirmFloat(t *testing.T) {
 				Mode  string `json:"mode"`
 				Text  string `json:"text"`
 			}
+			n.WaitFor(t, 5*time.Second, `#require("claude.execute").pending() == 1`, "", "the float")
+			var mode string
+			n.Eval(t, `return vim.api.nvim_get_mode().mode`, &mode)
+			if mode != "t" {
+				t.Fatalf("the float took the focus from Terminal mode (mode %q)", mode)
+			}
+			n.Exec(t, `vim.cmd("ClaudeExecute")`)
 			n.WaitFor(t, 5*time.Second, `vim.api.nvim_get_mode().mode == "n"`, `return vim.api.nvim_get_mode()`, "Normal mode in the float")
 			n.Eval(t, `return { float = vim.api.nvim_win_get_config(0).relative ~= "", mode = vim.api.nvim_get_mode().mode,
 				text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n") }`, &st)

@@ -213,20 +213,6 @@ func (c *editorContext) root() string {
 	return wd
 }
 
-// absPath makes a tool's file path absolute: relative paths are taken from
-// the workspace root, as the VS Code extension does.
-func (c *editorContext) absPath(p string) string {
-	if strings.HasPrefix(p, "file://") {
-		if path, ok := uriPath(p, c.root()); ok {
-			return path
-		}
-	}
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(c.root(), p)
-	}
-	return filepath.Clean(p)
-}
-
 // checkPath is the one rule for a path a client names, in every tool and
 // method: a file:// URI becomes its path, a relative path is taken from the
 // workspace root, and the result goes through the boundary

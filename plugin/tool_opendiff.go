@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/nvim-claude/nvim-claude/mcp"
 )
@@ -93,14 +94,23 @@ func (c *diffs) openDiff(ctx context.Context, req *mcp.ToolRequest) (*mcp.ToolRe
 	return ans.result(), nil
 }
 
-// absPath makes p absolute; a relative path is taken from the workspace.
+// absPath makes p absolute by the one rule of every tool (a relative path
+// is from the workspace root, a file:// URI is its path); the CLI sends
+// absolute paths. openDiff only shows a proposal the CLI already holds, and
+// the CLI asks its own permission for files outside its directory, so the
+// path is not put through the boundary's refusals.
 func (c *diffs) absPath(p string) (string, error) {
-	if filepath.IsAbs(p) {
-		return filepath.Clean(p), nil
+	root := c.app.ctx.root()
+	if strings.HasPrefix(p, "file://") {
+		if path, ok := uriPath(p, root); ok {
+			return path, nil
+		}
 	}
-	root := c.app.workspaceDir()
-	if root == "" {
-		return "", fmt.Errorf("openDiff: %q is not an absolute path", p)
+	if strings.ContainsRune(p, 0) {
+		return "", fmt.Errorf("openDiff: the path %q contains a NUL byte", p)
 	}
-	return filepath.Join(root, p), nil
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(root, p)
+	}
+	return filepath.Clean(p), nil
 }
