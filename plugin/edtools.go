@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/nvim-claude/nvim-claude/edtools/discovery"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 )
@@ -43,10 +44,10 @@ type edtoolsEditor interface {
 // Environment variables of the relay.
 const (
 	// EnvMCPSocket names the host's editor-tools socket.
-	EnvMCPSocket = "NVIM_CLAUDE_MCP_SOCKET"
+	EnvMCPSocket = discovery.EnvSocket
 	// EnvMCPToken may carry the socket's token for a hand-made setup; the
 	// relay otherwise reads it from the discovery file next to the socket.
-	EnvMCPToken = "NVIM_CLAUDE_MCP_TOKEN"
+	EnvMCPToken = discovery.EnvToken
 	// MCPServerName is the name the CLI knows the server by: its tools are
 	// mcp__nvim__<tool>.
 	MCPServerName = "nvim"
@@ -234,7 +235,7 @@ func (e *edtools) start() error {
 		return fmt.Errorf("editor tools: %w", err)
 	}
 	pid := e.nvimPID()
-	ln, sock, disc, err := listenEditorTools(pid, discovery{Token: srv.Token(), Workspace: e.app.workspaceDir(), PID: pid, HostPID: os.Getpid()})
+	ln, sock, disc, err := discovery.Listen(pid, discovery.Discovery{Token: srv.Token(), Workspace: e.app.workspaceDir(), PID: pid, HostPID: os.Getpid()})
 	if err != nil {
 		return err
 	}
@@ -273,15 +274,4 @@ func (e *edtools) nvimPID() int {
 		return e.app.params.PID
 	}
 	return os.Getpid()
-}
-
-// discovery is the file next to a socket that a relay without the
-// environment variables reads. PID is Neovim's: a dead one means a stale
-// file.
-type discovery struct {
-	Socket    string `json:"socket"`
-	Token     string `json:"token"`
-	Workspace string `json:"workspace"`
-	PID       int    `json:"pid"`
-	HostPID   int    `json:"host_pid"`
 }

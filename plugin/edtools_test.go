@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nvim-claude/nvim-claude/edtools/discovery"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 	"github.com/nvim-claude/nvim-claude/nvimbridge/nvimtest"
@@ -319,12 +320,12 @@ func TestEditorToolsOptions(t *testing.T) {
 		t.Fatalf("listening without the IDE server: %+v", info)
 	}
 	// A dead Neovim's files are swept when a server starts.
-	dir, err := PrivateDir()
+	dir, err := discovery.PrivateDir()
 	if err != nil {
 		t.Fatal(err)
 	}
 	stale := filepath.Join(dir, "2147483646-dead.json")
-	if err := writePrivateJSON(stale, discovery{Socket: strings.TrimSuffix(stale, ".json") + ".sock", Token: "x", Workspace: h.dir, PID: 2147483646}); err != nil {
+	if err := discovery.WritePrivateJSON(stale, discovery.Discovery{Socket: strings.TrimSuffix(stale, ".json") + ".sock", Token: "x", Workspace: h.dir, PID: 2147483646}); err != nil {
 		t.Fatal(err)
 	}
 	// What App.Start and Lua's terminal.attach() do.
@@ -347,7 +348,7 @@ func TestEditorToolsOptions(t *testing.T) {
 		t.Fatalf("socket dir: %v %v", dst, err)
 	}
 	token := h.ed.srv.Token()
-	if tok, err := EditorSocketToken(info.Socket); err != nil || tok != token {
+	if tok, err := discovery.Token(info.Socket); err != nil || tok != token {
 		t.Fatalf("EditorSocketToken = %q, %v", tok, err)
 	}
 	if st, err := os.Stat(strings.TrimSuffix(info.Socket, ".sock") + ".json"); err != nil || st.Mode().Perm() != 0o600 {
@@ -359,12 +360,12 @@ func TestEditorToolsOptions(t *testing.T) {
 	}
 	// The discovery file finds it by directory (and a subdirectory).
 	for _, cwd := range []string{h.dir, filepath.Join(h.dir, "calc")} {
-		sock, tok, err := FindEditorSocket(cwd)
+		sock, tok, err := discovery.Find(cwd)
 		if err != nil || sock != info.Socket || tok != token {
-			t.Fatalf("FindEditorSocket(%s) = %s, %v", cwd, sock, err)
+			t.Fatalf("discovery.Find(%s) = %s, %v", cwd, sock, err)
 		}
 	}
-	if _, _, err := FindEditorSocket("/nowhere/else"); err == nil {
+	if _, _, err := discovery.Find("/nowhere/else"); err == nil {
 		t.Fatal("found a socket for another directory")
 	}
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {

@@ -9,7 +9,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/nvim-claude/nvim-claude/plugin"
+	"github.com/nvim-claude/nvim-claude/edtools/discovery"
 )
 
 // runMCP is `nvim-claude mcp`: the editor tools' MCP server as the Claude
@@ -22,11 +22,11 @@ import (
 // the environment. The host does all
 // the MCP work; this process only carries it.
 func runMCP(stdin io.Reader, stdout io.Writer, stderr io.Writer, getenv func(string) string) int {
-	sock, token := getenv(plugin.EnvMCPSocket), getenv(plugin.EnvMCPToken)
-	how := "from " + plugin.EnvMCPSocket
+	sock, token := getenv(discovery.EnvSocket), getenv(discovery.EnvToken)
+	how := "from " + discovery.EnvSocket
 	if sock != "" && token == "" {
 		var err error
-		if token, err = plugin.EditorSocketToken(sock); err != nil {
+		if token, err = discovery.Token(sock); err != nil {
 			fmt.Fprintln(stderr, "nvim-claude mcp:", err)
 			return 1
 		}
@@ -35,7 +35,7 @@ func runMCP(stdin io.Reader, stdout io.Writer, stderr io.Writer, getenv func(str
 		how = "found by working directory"
 		cwd, err := os.Getwd()
 		if err == nil {
-			sock, token, err = plugin.FindEditorSocket(cwd)
+			sock, token, err = discovery.Find(cwd)
 		}
 		if err != nil {
 			fmt.Fprintln(stderr, "nvim-claude mcp:", err)

@@ -1,6 +1,6 @@
 //go:build unix
 
-package plugin
+package discovery
 
 import (
 	"crypto/rand"
@@ -51,9 +51,9 @@ func PrivateDir() (string, error) {
 	return dir, nil
 }
 
-// listenEditorTools listens on a fresh unix socket in the private directory
+// Listen listens on a fresh unix socket in the private directory
 // (0600) and writes its discovery file (0600, atomically).
-func listenEditorTools(pid int, d discovery) (ln net.Listener, sock, disc string, err error) {
+func Listen(pid int, d Discovery) (ln net.Listener, sock, disc string, err error) {
 	dir, err := PrivateDir()
 	if err != nil {
 		return nil, "", "", err
@@ -74,7 +74,7 @@ func listenEditorTools(pid int, d discovery) (ln net.Listener, sock, disc string
 		return nil, "", "", fmt.Errorf("editor tools: %w", err)
 	}
 	d.Socket = sock
-	if err := writePrivateJSON(disc, d); err != nil {
+	if err := WritePrivateJSON(disc, d); err != nil {
 		_ = ln.Close()
 		return nil, "", "", err
 	}
@@ -90,7 +90,7 @@ func sweepStale(dir string) {
 		if err != nil {
 			continue
 		}
-		var d discovery
+		var d Discovery
 		if json.Unmarshal(b, &d) != nil || d.PID <= 0 || processAlive(d.PID) {
 			continue
 		}
@@ -99,7 +99,9 @@ func sweepStale(dir string) {
 	}
 }
 
-func writePrivateJSON(path string, v any) error {
+// WritePrivateJSON writes v as JSON to path atomically, 0600 (a temporary
+// file beside it, renamed).
+func WritePrivateJSON(path string, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("editor tools: %w", err)
@@ -122,18 +124,18 @@ func writePrivateJSON(path string, v any) error {
 	return nil
 }
 
-// FindEditorSocket picks, for a relay started without the environment
+// Find picks, for a relay started without the environment
 // variables, the editor-tools socket of the Neovim whose workspace is cwd
 // or its nearest ancestor (the newest among equals). Files of dead Neovims
 // are skipped.
-func FindEditorSocket(cwd string) (socket, token string, err error) {
+func Find(cwd string) (socket, token string, err error) {
 	dir, err := PrivateDir()
 	if err != nil {
 		return "", "", err
 	}
 	paths, _ := filepath.Glob(filepath.Join(dir, "*.json"))
 	type cand struct {
-		d     discovery
+		d     Discovery
 		depth int
 		mod   int64
 	}
@@ -143,7 +145,7 @@ func FindEditorSocket(cwd string) (socket, token string, err error) {
 		if err != nil {
 			continue
 		}
-		var d discovery
+		var d Discovery
 		if json.Unmarshal(b, &d) != nil || d.Socket == "" || d.Token == "" || d.Workspace == "" || !processAlive(d.PID) {
 			continue
 		}
@@ -168,14 +170,14 @@ func FindEditorSocket(cwd string) (socket, token string, err error) {
 	return cands[0].d.Socket, cands[0].d.Token, nil
 }
 
-// EditorSocketToken reads the token of the editor-tools socket sock from
+// Token reads the token of the editor-tools socket sock from
 // the discovery file beside it (which only its owner can read).
-func EditorSocketToken(sock string) (string, error) {
+func Token(sock string) (string, error) {
 	b, err := os.ReadFile(strings.TrimSuffix(sock, ".sock") + ".json")
 	if err != nil {
 		return "", fmt.Errorf("no discovery file for %s (has that Neovim stopped?): %w", sock, err)
 	}
-	var d discovery
+	var d Discovery
 	if err := json.Unmarshal(b, &d); err != nil || d.Token == "" || d.Socket != sock {
 		return "", fmt.Errorf("the discovery file of %s is not valid", sock)
 	}
