@@ -37,19 +37,8 @@ end
 -- file_path returns the absolute path of a buffer that holds a file, or nil
 -- for terminals, help, quickfix, scratch and URL-named buffers (fugitive://,
 -- oil://, diff proposals …): their diagnostics are not files' diagnostics.
-function M.file_path(buf)
-  if not api.nvim_buf_is_valid(buf) then
-    return nil
-  end
-  if api.nvim_buf_get_option(buf, "buftype") ~= "" then
-    return nil
-  end
-  local name = api.nvim_buf_get_name(buf)
-  if name == "" or name:match("^%a[%w+.-]*:[/\\]") then
-    return nil
-  end
-  return vim.fn.fnamemodify(name, ":p")
-end
+-- The rule is claude.editor's, the same for every module.
+M.file_path = require("claude.editor").file_path
 
 -- utf16 converts a byte column of line to UTF-16 code units (what LSP and
 -- VS Code count). A column past the end counts the missing bytes as units.

@@ -49,38 +49,12 @@ local function opt(buf, name)
   return api.nvim_buf_get_option(buf, name)
 end
 
-local function is_claude_terminal(buf)
-  local ok, v = pcall(api.nvim_buf_get_var, buf, "claude_terminal")
-  return (ok and v and v ~= 0) or opt(buf, "filetype") == "claude"
-end
-
--- A window showing a buffer the user edits: not a float, the Claude
--- terminal, or a special buffer (help, quickfix, sidebars).
-local function editing_window(win)
-  if not api.nvim_win_is_valid(win) or api.nvim_win_get_config(win).relative ~= "" then
-    return false
-  end
-  local buf = api.nvim_win_get_buf(win)
-  return opt(buf, "buftype") == "" and not is_claude_terminal(buf)
-end
-
--- The buffer the user works in: the current window's, or — while the
--- Claude terminal has focus — the one used last.
+-- The buffer the user works in: the active editor window's (claude.editor:
+-- the current window, or — while the Claude terminal has focus — the one
+-- used last).
 function M._buffer()
-  local cur = api.nvim_get_current_win()
-  if editing_window(cur) then
-    return api.nvim_win_get_buf(cur)
-  end
-  local prev = vim.fn.win_getid(vim.fn.winnr("#"))
-  if prev ~= 0 and editing_window(prev) then
-    return api.nvim_win_get_buf(prev)
-  end
-  for _, w in ipairs(api.nvim_tabpage_list_wins(0)) do
-    if editing_window(w) then
-      return api.nvim_win_get_buf(w)
-    end
-  end
-  return api.nvim_get_current_buf()
+  local win = require("claude.editor").active_window()
+  return win and api.nvim_win_get_buf(win) or api.nvim_get_current_buf()
 end
 
 -- The kernel a notebook names in metadata.kernelspec.name: from the buffer

@@ -71,31 +71,13 @@ local pref = nil -- :ClaudeShare's choice; nil follows the selection.track optio
 -- Files -------------------------------------------------------------------
 
 -- buf_opt reads a buffer option without vim.bo's per-access table (it runs
--- as visual mode ends): nvim_get_option_value takes {buf} since 0.8;
--- nvim_buf_get_option, deprecated there, serves 0.7.
-local buf_opt
-if pcall(api.nvim_get_option_value, "buftype", { buf = 0 }) then
-  local opts = { buf = 0 }
-  buf_opt = function(buf, name)
-    opts.buf = buf
-    return api.nvim_get_option_value(name, opts)
-  end
-else
-  buf_opt = api.nvim_buf_get_option
-end
+-- as visual mode ends).
+local buf_opt = require("claude.editor").buf_opt
 
 --- The file a buffer shows, or nil when it is not a plain file on disk
---- (terminal, help, quickfix, nofile, scratch, URI-named buffers …).
-function M.file_path(buf)
-  if not api.nvim_buf_is_valid(buf) or buf_opt(buf, "buftype") ~= "" then
-    return nil
-  end
-  local name = api.nvim_buf_get_name(buf)
-  if name:sub(1, 1) == "/" or name:match("^%a:[\\/]") then
-    return name
-  end
-  return nil
-end
+--- (terminal, help, quickfix, nofile, scratch, URI-named buffers …): the
+--- rule of claude.editor, the one owner of it.
+M.file_path = require("claude.editor").file_path
 
 local deny = { src = nil, pats = {}, cache = {} }
 

@@ -274,67 +274,12 @@ end
 -- Windows
 ---------------------------------------------------------------------------
 
--- Filetypes of sidebars and explorers whose windows must keep their buffer.
-local sidebar_filetypes = {
-  NvimTree = true,
-  ["neo-tree"] = true,
-  netrw = true,
-  oil = true,
-  minifiles = true,
-  fern = true,
-  dirvish = true,
-  qf = true,
-  help = true,
-  Outline = true,
-  aerial = true,
-  undotree = true,
-  dbui = true,
-  ["claude"] = true,
-}
-
-local function is_claude_terminal(buf)
-  local ok, v = pcall(api.nvim_buf_get_var, buf, "claude_terminal")
-  return (ok and v and v ~= 0) or opt(buf, "filetype") == "claude"
-end
-
--- editing_window: a normal window where a file may be shown — not the
--- Claude terminal, a diff, a sidebar, quickfix, a float or a preview.
-local function editing_window(win)
-  if not api.nvim_win_is_valid(win) or api.nvim_win_get_config(win).relative ~= "" then
-    return false
-  end
-  if api.nvim_win_get_option(win, "diff") or api.nvim_win_get_option(win, "previewwindow") then
-    return false
-  end
-  local ok, fixbuf = pcall(api.nvim_win_get_option, win, "winfixbuf")
-  if ok and fixbuf then
-    return false
-  end
-  local buf = api.nvim_win_get_buf(win)
-  if opt(buf, "buftype") ~= "" or is_claude_terminal(buf) then
-    return false
-  end
-  return not sidebar_filetypes[opt(buf, "filetype")]
-end
-
--- active_window is the window of the editor the user works in: the current
--- one, or — while the Claude terminal has focus — the one used last.
-local function active_window()
-  local cur = api.nvim_get_current_win()
-  if editing_window(cur) then
-    return cur
-  end
-  local prev = vim.fn.win_getid(vim.fn.winnr("#"))
-  if prev ~= 0 and editing_window(prev) then
-    return prev
-  end
-  for _, w in ipairs(api.nvim_tabpage_list_wins(0)) do
-    if editing_window(w) then
-      return w
-    end
-  end
-  return nil
-end
+-- Which windows the user edits in, and which is the active one, are
+-- claude.editor's to say (one owner for every module).
+local editor = require("claude.editor")
+local is_claude_terminal = editor.is_claude_terminal
+local editing_window = editor.editing_window
+local active_window = editor.active_window
 
 local function area(win)
   return api.nvim_win_get_width(win) * api.nvim_win_get_height(win)
