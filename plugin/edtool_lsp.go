@@ -393,54 +393,30 @@ func withhold(r *nvimbridge.LSPResult, denied func(abs string) bool) int {
 	if r.Resolved != nil && !keep(r.Resolved.Path) {
 		r.Resolved = nil
 	}
-	locs := r.Locations[:0]
-	for _, l := range r.Locations {
-		if keep(l.Path) {
-			locs = append(locs, l)
-		}
-	}
-	r.Locations = locs
-	syms := r.Symbols[:0]
-	for _, s := range r.Symbols {
-		if keep(s.Path) {
-			syms = append(syms, s)
-		}
-	}
-	r.Symbols = syms
 	if r.Item != nil && !keep(r.Item.Path) {
 		r.Item = nil
 	}
-	calls := r.Calls[:0]
-	for _, c := range r.Calls {
-		if !keep(c.Path) {
-			continue
-		}
-		sites := c.Sites[:0]
-		for _, s := range c.Sites {
-			if keep(s.Path) {
-				sites = append(sites, s)
-			}
-		}
-		c.Sites = sites
-		calls = append(calls, c)
+	r.Locations = kept(r.Locations, func(l nvimbridge.LSPLocation) bool { return keep(l.Path) })
+	r.Symbols = kept(r.Symbols, func(s nvimbridge.LSPSymbol) bool { return keep(s.Path) })
+	r.Calls = kept(r.Calls, func(c nvimbridge.LSPCall) bool { return keep(c.Path) })
+	for i := range r.Calls {
+		r.Calls[i].Sites = kept(r.Calls[i].Sites, func(l nvimbridge.LSPLocation) bool { return keep(l.Path) })
 	}
-	r.Calls = calls
-	files := r.Files[:0]
-	for _, f := range r.Files {
-		if keep(f.Path) {
-			files = append(files, f)
-		}
-	}
-	r.Files = files
-	edits := r.Edits[:0]
-	for _, f := range r.Edits {
-		if keep(f.Path) {
-			edits = append(edits, f)
-		}
-	}
-	r.Edits = edits
+	r.Files = kept(r.Files, func(f nvimbridge.LSPFileDiff) bool { return keep(f.Path) })
+	r.Edits = kept(r.Edits, func(f nvimbridge.LSPFileEdit) bool { return keep(f.Path) })
 	if n > 0 && r.Total >= n {
 		r.Total -= n
 	}
 	return n
+}
+
+// kept is xs without the items ok refuses, in place.
+func kept[T any](xs []T, ok func(T) bool) []T {
+	out := xs[:0]
+	for _, x := range xs {
+		if ok(x) {
+			out = append(out, x)
+		}
+	}
+	return out
 }

@@ -30,8 +30,11 @@ import (
 // refused with -32602 and a message. Paths in answers are relative to the
 // root for files inside it, absolute otherwise.
 
-// maxReadBytes bounds readFile (a frame carries the whole file).
-const maxReadBytes = 16 << 20
+// Limits: readFile's (a frame carries the whole file) and listFiles'.
+const (
+	maxReadBytes   = 16 << 20
+	maxListedFiles = 20000
+)
 
 // decodeMethodParams decodes a method's params (absent means {}); a
 // mismatch is -32602.
@@ -159,7 +162,7 @@ func (c *editorContext) listFiles(ctx context.Context, req *mcp.MethodRequest) (
 	if err := decodeMethodParams(req.Params, &p); err != nil {
 		return nil, err
 	}
-	match, err := globMatcher(p.Pattern)
+	match, err := workspace.PathGlob(p.Pattern)
 	if err != nil {
 		return nil, mcp.InvalidParams("Invalid params: pattern: %v", err)
 	}

@@ -20,6 +20,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -168,7 +169,7 @@ func (b *Boundary) Resolve(folders []string, p string, a Access, isOpen func(abs
 
 	b.mu.Lock()
 	home, allowHome := b.home, b.set.AllowHome
-	if !equal(b.folders, folders) {
+	if !slices.Equal(b.folders, folders) {
 		b.folders = append([]string(nil), folders...)
 	}
 	b.mu.Unlock()
@@ -341,18 +342,6 @@ func resolvePath(p string) (string, error) {
 		p = filepath.Join(target, rest)
 	}
 	return "", errors.New("too many levels of symbolic links")
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // CheckFolder refuses a workspace folder that is a home directory or /

@@ -361,3 +361,38 @@ func TestResolveIsCheapForOrdinaryFiles(t *testing.T) {
 		t.Error("resolving a file with one link built the identity index")
 	}
 }
+
+func TestPathGlob(t *testing.T) {
+	for _, tt := range []struct {
+		glob, rel string
+		want      bool
+	}{
+		{"", "any/thing.go", true},
+		{"*.go", "a.go", true},
+		{"*.go", "deep/er/a.go", true}, // no "/": the file name at any depth
+		{"*.go", "a.go.txt", false},
+		{"src/*.go", "src/a.go", true},
+		{"src/*.go", "src/x/a.go", false}, // "*" stays in its segment
+		{"src/**/*.go", "src/a.go", true},
+		{"src/**/*.go", "src/x/y/a.go", true},
+		{"**", "a/b/c", true},
+		{"?.md", "a.md", true},
+		{"?.md", "ab.md", false},
+		{"*.{ts,tsx}", "x.tsx", true},
+		{"[ab].txt", "b.txt", true},
+		{"[!ab].txt", "b.txt", false},
+	} {
+		m, err := PathGlob(tt.glob)
+		if err != nil {
+			t.Fatalf("%q: %v", tt.glob, err)
+		}
+		if got := m(tt.rel); got != tt.want {
+			t.Errorf("%q on %q: %v, want %v", tt.glob, tt.rel, got, tt.want)
+		}
+	}
+	for _, bad := range []string{"[abc", "{a,b"} {
+		if _, err := PathGlob(bad); err == nil {
+			t.Errorf("%q compiled", bad)
+		}
+	}
+}

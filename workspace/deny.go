@@ -1,8 +1,10 @@
 package workspace
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -41,7 +43,7 @@ func compileGlobs(globs []string, home string) []pattern {
 				g = "*/" + g
 			}
 		}
-		re, err := globRegexp(g)
+		re, err := globRegexp(g, false)
 		if err != nil {
 			continue // as Lua skips a glob glob2regpat refuses
 		}
@@ -64,28 +66,40 @@ func fixedDir(g string) string {
 	return filepath.Dir(g[:i+1])
 }
 
-// globRegexp turns a glob into an anchored regexp the way Vim's
-// glob2regpat() does: "*" (and "**") is any text including "/", "?" one
-// character, "[…]" a class ("[!…]" negated), "{a,b}" alternatives.
-func globRegexp(glob string) (*regexp.Regexp, error) {
+// globRegexp turns a glob into an anchored regexp. With segments false it
+// reads like Vim's glob2regpat() (the deny-list, as Lua matches it): "*"
+// (and "**") is any text including "/", "?" one character. With segments
+// true (listFiles' pattern): "*" and "?" stay within a path segment, "**/"
+// is any number of directories, "**" any text. Both: "[…]" a class ("[!…]"
+// negated), "{a,b}" alternatives, "\x" the character x.
+func globRegexp(glob string, segments bool) (*regexp.Regexp, error) {
 	var b strings.Builder
 	if runtime.GOOS == "darwin" || runtime.GOOS == "windows" {
 		b.WriteString("(?i)")
 	}
 	b.WriteString("^")
+	star, one := ".*", "."
+	if segments {
+		star, one = "[^/]*", "[^/]"
+	}
 	depth := 0
 	for i := 0; i < len(glob); i++ {
 		c := glob[i]
 		switch {
-		case c == '*':
+		case c == '*' && segments && strings.HasPrefix(glob[i:], "**/"):
+			b.WriteString("(?:.*/)?")
+			i += 2
+		case c == '*' && strings.HasPrefix(glob[i:], "**"):
 			b.WriteString(".*")
+			i++
+		case c == '*':
+			b.WriteString(star)
 		case c == '?':
-			b.WriteString(".")
+			b.WriteString(one)
 		case c == '[':
 			j := strings.IndexByte(glob[i+1:], ']')
 			if j < 0 {
-				b.WriteString(`\[`)
-				continue
+				return nil, fmt.Errorf("unclosed [ in %q", glob)
 			}
 			class := glob[i+1 : i+1+j]
 			if strings.HasPrefix(class, "!") {
@@ -108,11 +122,29 @@ func globRegexp(glob string) (*regexp.Regexp, error) {
 			b.WriteString(regexp.QuoteMeta(string(c)))
 		}
 	}
-	for ; depth > 0; depth-- {
-		b.WriteString(")")
+	if depth > 0 {
+		return nil, fmt.Errorf("unclosed { in %q", glob)
 	}
 	b.WriteString("$")
 	return regexp.Compile(b.String())
+}
+
+// PathGlob compiles a listFiles pattern: "*" and "?" stay within a path
+// segment, "**" spans segments, "[…]" and "{a,b}" work as in shells. A glob
+// without "/" matches the file name at any depth ("*.go"); with one, the
+// whole path from the folder ("src/**/*.go"). "" matches everything.
+func PathGlob(glob string) (func(rel string) bool, error) {
+	if glob == "" {
+		return func(string) bool { return true }, nil
+	}
+	re, err := globRegexp(glob, true)
+	if err != nil {
+		return nil, err
+	}
+	if !strings.Contains(glob, "/") {
+		return func(rel string) bool { return re.MatchString(path.Base(rel)) }, nil
+	}
+	return re.MatchString, nil
 }
 
 func matchAny(pats []pattern, path string) bool {
