@@ -15,6 +15,7 @@ import (
 func TestCall(t *testing.T) {
 	n := nvimtest.Start(t, nvimtest.Options{NoPlugin: true})
 	b := nvimbridge.Wrap(n.Nvim, nil)
+	t.Cleanup(b.CloseProposals)
 	ctx := context.Background()
 
 	// Add a function to the bridge module through the bridge itself.
@@ -80,6 +81,7 @@ func mustJSON(v any) string {
 func TestHandlersFromLua(t *testing.T) {
 	n := nvimtest.Start(t, nvimtest.Options{NoPlugin: true})
 	b := nvimbridge.Wrap(n.Nvim, nil)
+	t.Cleanup(b.CloseProposals)
 	got := make(chan json.RawMessage, 4)
 	if err := b.HandleRequest("double", func(ctx context.Context, p json.RawMessage) (any, error) {
 		var x struct{ N int }

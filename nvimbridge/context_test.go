@@ -37,7 +37,9 @@ func startCtxEnv(t *testing.T, files map[string]string) *ctxEnv {
 		}
 	}
 	n := nvimtest.Start(t, nvimtest.Options{Dir: dir})
-	return &ctxEnv{Nvim: n, b: nvimbridge.Wrap(n.Nvim, nil), dir: dir}
+	b := nvimbridge.Wrap(n.Nvim, nil)
+	t.Cleanup(b.CloseProposals)
+	return &ctxEnv{Nvim: n, b: b, dir: dir}
 }
 
 func (e *ctxEnv) path(name string) string { return filepath.Join(e.dir, name) }

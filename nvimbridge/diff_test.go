@@ -65,6 +65,7 @@ vim.cmd("edit main.txt")`
 	}
 	n := nvimtest.Start(t, nvimtest.Options{Dir: dir, Init: init})
 	b := nvimbridge.Wrap(n.Nvim, nil)
+	t.Cleanup(b.CloseProposals)
 	e := &diffEnv{Nvim: n, b: b, decisions: make(chan nvimbridge.DiffDecision, 16), file: filepath.Join(dir, "main.txt")}
 	if err := b.HandleRequest(nvimbridge.DiffDecisionMethod, func(ctx context.Context, raw json.RawMessage) (any, error) {
 		d, err := nvimbridge.DecodeDiffDecision(ctx, raw)

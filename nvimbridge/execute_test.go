@@ -33,6 +33,7 @@ vim.cmd("edit ` + first + ` | botright vsplit | terminal cat")
 vim.b.claude_terminal = true
 vim.cmd("startinsert")`})
 	b := nvimbridge.Wrap(n.Nvim, nil)
+	t.Cleanup(b.CloseProposals)
 	got := make(chan string, 16)
 	for _, m := range []string{nvimbridge.ExecuteDecisionMethod, nvimbridge.KernelBufferGoneMethod} {
 		m := m

@@ -93,6 +93,11 @@ func (p *proposals) close() {
 	}
 }
 
+// CloseProposals removes the proposal directory and every proposal still
+// in it, and makes later diffs pass their text as a string; Close does it
+// too. Tests that keep the connection to a child Neovim call it on cleanup.
+func (b *Bridge) CloseProposals() { b.proposals.close() }
+
 // legacyProposalAge: a directory named before the pid was part of the name
 // is swept once it is this old (no proposal lives that long).
 const legacyProposalAge = time.Hour

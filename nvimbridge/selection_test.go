@@ -38,7 +38,9 @@ func startSelNvim(t *testing.T) (*nvimtest.Nvim, *nvimbridge.Bridge, string) {
 	n.Exec(t, `vim.cmd("edit " .. vim.fn.fnameescape(...)) vim.o.tabstop = 4`, path)
 	var real string
 	n.Eval(t, `return vim.api.nvim_buf_get_name(0)`, &real)
-	return n, nvimbridge.Wrap(n.Nvim, nil), real
+	b := nvimbridge.Wrap(n.Nvim, nil)
+	t.Cleanup(b.CloseProposals)
+	return n, b, real
 }
 
 func selInput(t *testing.T, n *nvimtest.Nvim, keys string) {

@@ -133,6 +133,7 @@ vim.notify = function(msg, level) table.insert(_G.notes, { msg = msg, level = le
 require("claude").setup({})
 vim.cmd("edit main.txt")`})
 	b := nvimbridge.Wrap(n.Nvim, nil)
+	t.Cleanup(b.CloseProposals)
 	rec := &chatRecorder{Editor: b, b: b, changed: make(chan struct{})}
 	app := New(Options{Editor: rec})
 	if err := app.Register(b); err != nil {

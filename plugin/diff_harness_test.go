@@ -53,6 +53,7 @@ vim.cmd("edit main.txt")
 require("claude.terminal").open(1, {}, false)`
 	n := nvimtest.Start(t, nvimtest.Options{Dir: dir, Init: init})
 	b := nvimbridge.Wrap(n.Nvim, nil)
+	t.Cleanup(b.CloseProposals)
 	var ed Editor = b
 	if wrap != nil {
 		ed = wrap(b)

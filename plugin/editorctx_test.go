@@ -57,6 +57,7 @@ vim.notify = function(msg, level) table.insert(_G.notes, { msg = msg, level = le
 require("claude").setup({})`
 	n := nvimtest.Start(t, nvimtest.Options{Dir: dir, Init: init})
 	b := nvimbridge.Wrap(n.Nvim, nil)
+	t.Cleanup(b.CloseProposals)
 	app := New(Options{Editor: b})
 	if err := app.Register(b); err != nil {
 		t.Fatal(err)

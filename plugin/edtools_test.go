@@ -98,6 +98,7 @@ func startEdHarness(t *testing.T, gopls bool) *edHarness {
 	}
 	n := nvimtest.Start(t, nvimtest.Options{Dir: dir, Init: `require("claude").setup({})`})
 	b := nvimbridge.Wrap(n.Nvim, nil)
+	t.Cleanup(b.CloseProposals)
 	app := New(Options{Editor: b})
 	t.Cleanup(func() { _ = app.Close() })
 	// The user's diff decisions (apply_code_action) come back as requests.

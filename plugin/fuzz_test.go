@@ -81,6 +81,7 @@ require("claude").setup({ terminal_cmd = { "cat" } })
 vim.cmd("edit a.txt")`
 	n := nvimtest.Start(tb, nvimtest.Options{Dir: dir, Init: init})
 	b := nvimbridge.Wrap(n.Nvim, nil)
+	tb.Cleanup(b.CloseProposals)
 	app := New(Options{Editor: b})
 	if err := app.Register(b); err != nil {
 		tb.Fatal(err)

@@ -62,6 +62,7 @@ require("claude").setup({ ` + o.setup + ` })
 vim.cmd("edit sample.txt")`
 	n := nvimtest.Start(t, nvimtest.Options{Dir: dir, Init: init})
 	b := nvimbridge.Wrap(n.Nvim, nil)
+	t.Cleanup(b.CloseProposals)
 	app := New(Options{Editor: b})
 	var sel *selection
 	for _, c := range app.components {

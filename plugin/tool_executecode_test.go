@@ -81,6 +81,7 @@ vim.b.claude_terminal = true
 vim.cmd("startinsert")`
 	n := nvimtest.Start(t, nvimtest.Options{Dir: dir, Init: init})
 	b := nvimbridge.Wrap(n.Nvim, nil)
+	t.Cleanup(b.CloseProposals)
 	app := New(Options{Editor: b})
 	k := newKernels(app)
 	for name, h := range k.luaNotifications() {

@@ -290,6 +290,7 @@ func TestSoak(t *testing.T) {
 	}
 	n := nvimtest.Start(t, nvimtest.Options{Dir: dir, Init: `require("claude").setup({}) vim.cmd("edit load.txt")`})
 	b := nvimbridge.Wrap(n.Nvim, nil)
+	t.Cleanup(b.CloseProposals)
 	app := plugin.New(plugin.Options{Editor: b})
 	if err := app.Register(b); err != nil {
 		t.Fatal(err)
