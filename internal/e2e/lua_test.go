@@ -488,3 +488,66 @@ func TestCheckhealth(t *testing.T) {
 		})
 	}
 }
+
+// Issue 17, item 9 and 4: :ClaudeStart with arguments while Claude runs says
+// they were not used and how to restart with them; :ClaudeStart! restarts
+// the CLI with them (the server stays); :ClaudeStop says what it stopped,
+// or that nothing runs; setup() called again keeps what it does not name.
+func TestStartRestartStopAndSetupTwice(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "fake-claude")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho \"ARGS=$*\"\nexec sleep 600\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e := startEditor(t, editorOpts{extra: fmt.Sprintf(`, terminal_cmd = { %q }, selection = { debounce_ms = 77 }`, script)})
+	e.Exec(t, captureNotify)
+
+	// setup() again: the named option changes, the others stay.
+	e.Exec(t, `require("claude").setup({ log_level = "info" })`)
+	var kept struct {
+		Cmd      []string `json:"cmd"`
+		Debounce int      `json:"debounce"`
+		Level    string   `json:"level"`
+	}
+	e.Eval(t, `local o = require("claude.config").options
+		return { cmd = o.terminal_cmd, debounce = o.selection.debounce_ms, level = o.log_level }`, &kept)
+	if len(kept.Cmd) != 1 || kept.Cmd[0] != script || kept.Debounce != 77 || kept.Level != "info" {
+		t.Fatalf("after a second setup(): %+v", kept)
+	}
+
+	e.Exec(t, `vim.cmd("ClaudeStop")`)
+	if n := e.notes(t); len(n) == 0 || !strings.Contains(n[len(n)-1].Msg, "nothing is running") {
+		t.Errorf(":ClaudeStop with nothing running: %+v", n)
+	}
+
+	e.Exec(t, `vim.cmd("ClaudeStart --first")`)
+	st := e.status(t)
+	if st.Terminal == nil {
+		t.Fatalf(":ClaudeStart: %+v", st)
+	}
+	killOnCleanup(t, st.Terminal.PID)
+	killOnCleanup(t, e.hostPID(t))
+	first := st.Terminal.PID
+	e.Exec(t, `vim.cmd("ClaudeStart --second")`)
+	if n := e.notes(t); len(n) == 0 || !strings.Contains(n[len(n)-1].Msg, ":ClaudeStart! --second") {
+		t.Errorf(":ClaudeStart with arguments while running: %+v", n)
+	}
+	if st := e.status(t); st.Terminal == nil || st.Terminal.PID != first {
+		t.Fatalf("the running CLI was replaced without !: %+v", st)
+	}
+
+	e.Exec(t, `vim.cmd("ClaudeStart! --third")`)
+	waitGone(t, first, "the first CLI")
+	st2 := e.status(t)
+	if st2.Terminal == nil || st2.Terminal.PID == first || st2.Port != st.Port {
+		t.Fatalf(":ClaudeStart!: %+v (before %+v)", st2, st)
+	}
+	killOnCleanup(t, st2.Terminal.PID)
+	e.WaitFor(t, 10*time.Second, fmt.Sprintf(`table.concat(vim.api.nvim_buf_get_lines(%d, 0, -1, false), "\n"):find("ARGS=--third", 1, true)`, st2.Terminal.Bufnr),
+		fmt.Sprintf(`return vim.api.nvim_buf_get_lines(%d, 0, -1, false)`, st2.Terminal.Bufnr), "the restarted CLI's arguments")
+
+	e.Exec(t, `vim.cmd("ClaudeStop")`)
+	n := e.notes(t)
+	if len(n) == 0 || !strings.Contains(n[len(n)-1].Msg, "stopped the Claude terminal") || !strings.Contains(n[len(n)-1].Msg, fmt.Sprintf("the IDE server (port %d)", st.Port)) {
+		t.Errorf(":ClaudeStop: %+v", n)
+	}
+}

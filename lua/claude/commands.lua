@@ -15,8 +15,8 @@ function M.create()
   created = true
   local cmd = vim.api.nvim_create_user_command
   cmd("ClaudeStart", function(o)
-    claude().start(o.fargs)
-  end, { nargs = "*", desc = "Start the Claude Code CLI in a terminal, connected to Neovim" })
+    claude().start(o.fargs, o.bang)
+  end, { nargs = "*", bang = true, desc = "Start the Claude Code CLI in a terminal, connected to Neovim (! restarts it)" })
   cmd("ClaudeServe", function()
     claude().serve()
   end, { nargs = 0, desc = "Start only the IDE server, for a claude run elsewhere" })

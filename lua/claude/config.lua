@@ -429,7 +429,9 @@ end
 --- Validates opts, merges them over the defaults and stores the result in
 --- M.options. Returns the list of problems (empty when all is well); invalid
 --- options are ignored, valid ones apply.
-function M.apply(opts)
+--- base (optional) is the options to merge over instead of the defaults:
+--- setup() called again changes only what it names.
+function M.apply(opts, base)
   opts = opts or {}
   local problems = {}
   if type(opts) ~= "table" then
@@ -439,7 +441,7 @@ function M.apply(opts)
     validate(opts, schema, "", problems)
     opts = clean(opts, schema)
   end
-  M.options = vim.tbl_deep_extend("force", M.defaults(), opts)
+  M.options = vim.tbl_deep_extend("force", base and vim.deepcopy(base) or M.defaults(), opts)
   if opts.env then
     -- env replaces, not merges: removing a variable must be possible.
     M.options.env = vim.deepcopy(opts.env)

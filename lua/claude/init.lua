@@ -10,7 +10,8 @@ local setup_done = false
 --- on the first command.
 function M.setup(opts)
   local config = require("claude.config")
-  local problems = config.apply(opts)
+  -- A second setup() changes what it names and keeps the rest.
+  local problems = config.apply(opts, setup_done and config.options or nil)
   if #problems > 0 then
     vim.notify("nvim-claude: " .. table.concat(problems, "; "), vim.log.levels.ERROR, { title = "nvim-claude" })
   end
@@ -56,8 +57,23 @@ function M.connect_hint(port)
 end
 
 --- :ClaudeStart [args]: the server plus the CLI in a terminal split.
-function M.start(args)
+function M.start(args, restart)
   local config = require("claude.config")
+  local term = require("claude.terminal")
+  if term.info() then
+    if restart then
+      -- :ClaudeStart! — a new CLI with these arguments; the server stays.
+      term.close()
+    elseif args and #args > 0 then
+      vim.notify(
+        "nvim-claude: Claude is already running, so these arguments were not used; :ClaudeStart! "
+          .. table.concat(args, " ")
+          .. " restarts it with them",
+        vim.log.levels.WARN,
+        { title = "nvim-claude" }
+      )
+    end
+  end
   local st = M.serve_quiet()
   if not st then
     return
@@ -102,8 +118,24 @@ end
 
 --- :ClaudeStop: the CLI terminal, the server and the lock file.
 function M.stop()
+  local term = require("claude.terminal").info()
+  local server = require("claude.server")
+  local port = server.state().port
+  local running = server.is_running()
   require("claude.terminal").close()
-  require("claude.server").stop()
+  server.stop()
+  local parts = {}
+  if term then
+    table.insert(parts, string.format("the Claude terminal (pid %s)", tostring(term.pid)))
+  end
+  if running then
+    table.insert(parts, string.format("the IDE server (port %s)", tostring(port)))
+  end
+  if #parts == 0 then
+    vim.notify("nvim-claude: nothing is running", vim.log.levels.INFO, { title = "nvim-claude" })
+  else
+    vim.notify("nvim-claude: stopped " .. table.concat(parts, " and "), vim.log.levels.INFO, { title = "nvim-claude" })
+  end
 end
 
 -- loaded returns a feature module only if something already loaded it:
