@@ -551,3 +551,15 @@ func TestStartRestartStopAndSetupTwice(t *testing.T) {
 		t.Errorf(":ClaudeStop: %+v", n)
 	}
 }
+
+// Issue 17, item 9: :ClaudeServe names each way to connect once.
+func TestServeHintNamesEachWayOnce(t *testing.T) {
+	e := startEditor(t, editorOpts{})
+	st := e.serve(t)
+	msg := e.notes(t)[len(e.notes(t))-1].Msg
+	for want, n := range map[string]int{"claude --ide": 1, fmt.Sprintf("CLAUDE_CODE_SSE_PORT=%d claude", st.Port): 1, "/ide inside a running claude": 1} {
+		if got := strings.Count(msg, want); got != n {
+			t.Errorf("%q appears %d times, want %d:\n%s", want, got, n, msg)
+		}
+	}
+}

@@ -98,7 +98,7 @@ function M.serve()
   end
   vim.notify(
     string.format(
-      "nvim-claude: listening on 127.0.0.1:%d (lock %s).\nIn a shell in this project run:\n  %s\n(or `claude --ide`, or /ide inside a running claude)",
+      "nvim-claude: listening on 127.0.0.1:%d (lock %s).\nIn a shell in this project run:\n  %s\n(or /ide inside a running claude)",
       st.port,
       st.lock_file,
       M.connect_hint(st.port)
