@@ -138,6 +138,10 @@ end
 
 -- Selections and buffers the user did not make ----------------------------
 
+-- Buffers a tool call loaded and the user has not edited (a plain table:
+-- it is read on every push).
+local tool_bufs = {}
+
 --- Marks buf as loaded by a tool call (openFile, open_file_at …): a file
 --- outside the workspace (the cwd) that the user did not open is not
 --- shared, until the user edits it.
@@ -145,15 +149,13 @@ function M.opened_by_tool(buf)
   if not api.nvim_buf_is_valid(buf) then
     return
   end
-  vim.b[buf].claude_opened_by_tool = true
-  api.nvim_create_autocmd({ "TextChanged", "TextChangedI" }, {
+  tool_bufs[buf] = true
+  api.nvim_create_autocmd({ "TextChanged", "TextChangedI", "BufWipeout" }, {
     buffer = buf,
     once = true,
     desc = "nvim-claude: a buffer the user edits is the user's",
     callback = function()
-      pcall(function()
-        vim.b[buf].claude_opened_by_tool = nil
-      end)
+      tool_bufs[buf] = nil
     end,
   })
 end
@@ -176,7 +178,7 @@ end
 -- the workspace a tool opened and the user has not edited.
 -- ended: Visual mode just ended (the range is in the '< '> marks).
 local function tool_file(buf, path)
-  return vim.b[buf].claude_opened_by_tool == true and not inside_cwd(path)
+  return tool_bufs[buf] == true and not inside_cwd(path)
 end
 
 local function withheld(buf, path, ended)
