@@ -1,9 +1,9 @@
--- The one owner of the editor facts every module asks about: is this buffer
--- a file, is this buffer the Claude terminal, is this window one the user
--- edits in, and which window is the active editor. Selection sharing, the
--- diagnostics, executeCode and the host's tools (nvimbridge/lua/context.lua)
--- all ask here, so getCurrentSelection, getOpenEditors' isActive and
--- executeCode's target cannot disagree about them.
+-- The one owner, on the plugin's side, of the editor facts every module
+-- asks about: is this buffer a file, is this buffer the Claude terminal, is
+-- this window one the user edits in, and which window is the active editor.
+-- Selection sharing, the diagnostics and executeCode all ask here, so they
+-- cannot disagree. (The host's bridge Lua, nvimbridge/lua/context.lua, runs
+-- in Neovims without the plugin's Lua too and keeps the same rules itself.)
 local M = {}
 
 local api = vim.api

@@ -274,12 +274,70 @@ end
 -- Windows
 ---------------------------------------------------------------------------
 
--- Which windows the user edits in, and which is the active one, are
--- claude.editor's to say (one owner for every module).
-local editor = require("claude.editor")
-local is_claude_terminal = editor.is_claude_terminal
-local editing_window = editor.editing_window
-local active_window = editor.active_window
+-- Filetypes of sidebars and explorers whose windows must keep their buffer.
+-- The bridge runs in any Neovim the host is attached to, with or without
+-- the plugin's Lua on 'runtimepath', so it keeps its own copy of these
+-- rules; lua/claude/editor.lua holds the plugin's: keep the two alike.
+local sidebar_filetypes = {
+  NvimTree = true,
+  ["neo-tree"] = true,
+  netrw = true,
+  oil = true,
+  minifiles = true,
+  fern = true,
+  dirvish = true,
+  qf = true,
+  help = true,
+  Outline = true,
+  aerial = true,
+  undotree = true,
+  dbui = true,
+  ["claude"] = true,
+}
+
+local function is_claude_terminal(buf)
+  local ok, v = pcall(api.nvim_buf_get_var, buf, "claude_terminal")
+  return (ok and v and v ~= 0) or opt(buf, "filetype") == "claude"
+end
+
+-- editing_window: a normal window where a file may be shown — not the
+-- Claude terminal, a diff, a sidebar, quickfix, a float or a preview.
+local function editing_window(win)
+  if not api.nvim_win_is_valid(win) or api.nvim_win_get_config(win).relative ~= "" then
+    return false
+  end
+  if api.nvim_win_get_option(win, "diff") or api.nvim_win_get_option(win, "previewwindow") then
+    return false
+  end
+  local ok, fixbuf = pcall(api.nvim_win_get_option, win, "winfixbuf")
+  if ok and fixbuf then
+    return false
+  end
+  local buf = api.nvim_win_get_buf(win)
+  if opt(buf, "buftype") ~= "" or is_claude_terminal(buf) then
+    return false
+  end
+  return not sidebar_filetypes[opt(buf, "filetype")]
+end
+
+-- active_window is the window of the editor the user works in: the current
+-- one, or — while the Claude terminal has focus — the one used last.
+local function active_window()
+  local cur = api.nvim_get_current_win()
+  if editing_window(cur) then
+    return cur
+  end
+  local prev = vim.fn.win_getid(vim.fn.winnr("#"))
+  if prev ~= 0 and editing_window(prev) then
+    return prev
+  end
+  for _, w in ipairs(api.nvim_tabpage_list_wins(0)) do
+    if editing_window(w) then
+      return w
+    end
+  end
+  return nil
+end
 
 local function area(win)
   return api.nvim_win_get_width(win) * api.nvim_win_get_height(win)
@@ -386,7 +444,9 @@ local function open(path, preview)
   if not was_loaded then
     -- Loaded by a tool call, not by the user: outside the workspace it is
     -- not shared (claude.selection) until the user edits it.
-    pcall(require("claude.selection").opened_by_tool, buf)
+    pcall(function()
+      require("claude.selection").opened_by_tool(buf)
+    end)
   end
   if listed then
     return buf
@@ -479,7 +539,9 @@ local function focus(win, buf, s, e)
   api.nvim_win_set_cursor(win, e)
   -- A selection made by a tool, not by the user: not shared back until the
   -- user changes it.
-  pcall(require("claude.selection").tool_selected, buf, s, e)
+  pcall(function()
+    require("claude.selection").tool_selected(buf, s, e)
+  end)
 end
 
 -- Focus requests waiting for Terminal or Insert mode to end (see below).
