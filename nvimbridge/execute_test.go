@@ -149,6 +149,83 @@ func TestExecuteConfirmFloat(t *testing.T) {
 	}
 }
 
+// The float takes the focus only from Normal mode; from Terminal, Insert,
+// Visual and Command-line mode it opens unfocused and says how to reach
+// it. Keys typed within the grace (here 2 s) after it is drawn or entered
+// are swallowed, whatever they are, and the float says so.
+func TestExecuteConfirmFocusAndGrace(t *testing.T) {
+	cases := []struct {
+		name    string
+		setup   string // Lua putting the user in a mode
+		mode    string // nvim_get_mode().mode then
+		focused bool
+	}{
+		{"terminal", `vim.cmd("wincmd l | startinsert")`, "t", false},
+		{"insert", `vim.cmd("wincmd t | startinsert")`, "i", false},
+		{"visual", `vim.cmd("wincmd t") vim.api.nvim_input("v")`, "v", false},
+		{"cmdline", `vim.cmd("wincmd t") vim.api.nvim_input(":")`, "c", false},
+		{"normal", `vim.cmd("wincmd t")`, "n", true},
+		{"terminal normal", `vim.cmd("wincmd l")`, "nt", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			n, b, got := startExecuteNvim(t, map[string]string{"a.py": "x = 1\n"}, "a.py")
+			n.Exec(t, `vim.cmd("stopinsert | wincmd t") require("claude.config").options.execute = { grace_ms = 2000 }
+				_G.notes = {} vim.notify = function(msg) table.insert(_G.notes, msg) end`)
+			n.WaitFor(t, 5*time.Second, `vim.api.nvim_get_mode().mode == "n"`, `return vim.api.nvim_get_mode()`, "Normal mode")
+			n.Exec(t, c.setup)
+			n.WaitFor(t, 5*time.Second, `vim.api.nvim_get_mode().mode == "`+c.mode+`"`, `return vim.api.nvim_get_mode()`, c.mode+" mode")
+			if err := b.ExecuteConfirm(context.Background(), nvimbridge.ExecuteConfirmRequest{ID: "exec-1", Code: "print(1)", Kernel: "python3", Bufnr: 1}); err != nil {
+				t.Fatal(err)
+			}
+			var st struct {
+				InFloat bool     `json:"inFloat"`
+				Mode    string   `json:"mode"`
+				Notes   []string `json:"notes"`
+			}
+			n.Eval(t, `return { inFloat = vim.api.nvim_win_get_config(0).relative ~= "", mode = vim.api.nvim_get_mode().mode, notes = _G.notes }`, &st)
+			wantMode := c.mode
+			if c.focused {
+				wantMode = "n" // in the float
+			}
+			if st.InFloat != c.focused || st.Mode != wantMode {
+				t.Fatalf("after the float opened: %+v, want focused=%v", st, c.focused)
+			}
+			if !c.focused {
+				n.WaitFor(t, 5*time.Second, `#_G.notes > 0 and _G.notes[1]:find(":ClaudeExecute", 1, true) ~= nil`, `return _G.notes`, "a note naming :ClaudeExecute")
+				if _, err := n.Input("<Esc>"); err != nil {
+					t.Fatal(err)
+				}
+				n.Exec(t, `require("claude.execute").focus()`)
+			}
+			// Keys at typing pace inside the grace: nothing answers, nothing
+			// leaves the float.
+			for _, k := range []string{"r", "a", "y", "<CR>", "<C-w>", "w", ":", "q", "<CR>", "<Esc>"} {
+				if _, err := n.Input(k); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(80 * time.Millisecond)
+			}
+			var after struct {
+				InFloat bool     `json:"inFloat"`
+				Mode    string   `json:"mode"`
+				Pending []string `json:"pending"`
+				Prompt  string   `json:"prompt"`
+			}
+			n.Eval(t, `return { inFloat = vim.api.nvim_win_get_config(0).relative ~= "", mode = vim.api.nvim_get_mode().mode,
+				pending = require("claude.execute").pending(), prompt = vim.b.claude_execute_prompt or "" }`, &after)
+			if !after.InFloat || after.Mode != "n" || len(after.Pending) != 1 || !strings.Contains(after.Prompt, "Keys ignored") {
+				t.Fatalf("keys typed in the grace: %+v", after)
+			}
+			select {
+			case s := <-got:
+				t.Fatalf("keys in the grace answered: %s", s)
+			default:
+			}
+		})
+	}
+}
+
 // Deleting or wiping a buffer with a kernel tells the host.
 func TestWatchKernelBuffer(t *testing.T) {
 	for _, cmd := range []string{"bdelete!", "bwipeout!"} {

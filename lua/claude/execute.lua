@@ -135,10 +135,22 @@ local function split_lines(s)
 end
 
 local rich = vim.fn.has("nvim-0.10") == 1 -- floats with a title and a footer
+
+-- float_keys: the keys the float maps besides its answers — every printable
+-- character and the keys that move between windows or modes.
+local function float_keys()
+  local keys = { "<Space>", "<BS>", "<Tab>", "<C-w>", "<C-o>", "<C-^>", "<C-z>", "<C-d>", "<C-u>", "<Del>" }
+  local lhs_of = { ["|"] = "<Bar>", ["\\"] = "<Bslash>", ["<"] = "<lt>" }
+  for b = 33, 126 do
+    local ch = string.char(b)
+    table.insert(keys, lhs_of[ch] or ch)
+  end
+  return keys
+end
 local hints = {
   ask = " [r] Run   [c] Cancel   [a] Always for this Claude session ",
   always = " Run code from this Claude session without asking? [y] Yes   [n] No ",
-  early = " Keys typed too soon were ignored: press again ",
+  early = " Keys ignored (typed too soon): press again ",
 }
 
 -- show_hint puts one of hints in the float's footer (the last line before
@@ -147,6 +159,7 @@ local function show_hint(p, which)
   if not api.nvim_win_is_valid(p.win) then
     return
   end
+  pcall(api.nvim_buf_set_var, p.buf, "claude_execute_prompt", vim.trim(hints[which]))
   if rich then
     pcall(api.nvim_win_set_config, p.win, { footer = hints[which], footer_pos = "center" })
   else
@@ -272,9 +285,11 @@ function M._confirm(args)
     cfg.footer = hints.ask
     cfg.footer_pos = "center"
   end
-  local mode = api.nvim_get_mode().mode
-  -- Typing in a terminal or inserting text: never take the focus.
-  local typing = mode:sub(1, 1) == "t" or mode:sub(1, 1) == "i" or mode:sub(1, 1) == "R"
+  -- Only from Normal mode may the float take the focus: in Terminal,
+  -- Insert, Replace, Visual or Command-line mode the user may be typing,
+  -- and the next key must not answer it.
+  local m = api.nvim_get_mode()
+  local typing = m.blocking or not (m.mode == "n" or m.mode == "nt")
   local win = api.nvim_open_win(buf, false, cfg)
   api.nvim_win_set_option(win, "wrap", false)
   local p = { win = win, buf = buf, chan = args.chan, args = args }
@@ -312,6 +327,26 @@ function M._confirm(args)
   map("c", answer("cancel"), "cancel")
   map("q", answer("cancel"), "cancel")
   map("<Esc>", answer("cancel"), "cancel")
+  -- Every other key that could act — a printable character, or one that
+  -- moves between windows or modes (<C-w>w, :) — is swallowed within the
+  -- grace after the float got the focus, so nothing typed for another
+  -- window acts here; after it, such a key does what it always does
+  -- (scrolling the code, :close …).
+  local answers = { r = true, ["<CR>"] = true, a = true, y = true, n = true, c = true, q = true, ["<Esc>"] = true }
+  for _, lhs in ipairs(float_keys()) do
+    if not answers[lhs] then
+      vim.keymap.set("n", lhs, function()
+        if not pending[args.id] then
+          return
+        end
+        if now_ms() - (p.armed or 0) < M.options().grace_ms then
+          show_hint(p, "early")
+          return
+        end
+        api.nvim_feedkeys(api.nvim_replace_termcodes(lhs, true, false, true), "ni", false)
+      end, { buffer = buf, nowait = true, silent = true, desc = "nvim-claude: ignored within the grace" })
+    end
+  end
   -- Closing the float any other way (:q, <C-w>c) is a "no".
   api.nvim_create_autocmd("BufWipeout", {
     buffer = buf,
