@@ -3,6 +3,7 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -29,9 +30,19 @@ func TestCLIDiffRefusedFallsBackToTerminal(t *testing.T) {
 		t.Fatalf("a diff of the deny-listed .env is shown: %d pending, %d diff windows", pending, diffWins)
 	}
 	s.Exec(t, `vim.api.nvim_set_current_win(vim.fn.win_findbuf(...)[1])`, s.st.Terminal.Bufnr)
+	// Keys typed right after the dialog appears may be lost: retry until
+	// the dialog leaves the screen (no diff is pending to watch instead).
+	const dialog = "Do you want to make this edit to .env?"
 	for i := 0; ; i++ {
 		s.typeKeys(t, "1")
-		if s.waitGone(t, 3*time.Second) {
+		gone := false
+		for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			if !strings.Contains(s.screen(t), dialog) {
+				gone = true
+				break
+			}
+		}
+		if gone {
 			break
 		}
 		if i == 5 {
