@@ -343,7 +343,11 @@ func TestToolsBoundaryWithholdsDenied(t *testing.T) {
 		{"rename_preview", with("new_name", "howdy"), "+howdy world", true},
 	}
 	for _, tc := range cases {
-		t.Run(tc.tool+fmt.Sprint(tc.args["direction"]), func(t *testing.T) {
+		name := tc.tool
+		if d, ok := tc.args["direction"].(string); ok {
+			name += " " + d
+		}
+		t.Run(name, func(t *testing.T) {
 			text, isErr := r.ed.call(t, tc.tool, tc.args)
 			noSecret(t, tc.tool, text)
 			if strings.Contains(text, ".env") || strings.Contains(text, "API_KEY") || strings.Contains(text, "RENAMED") {
