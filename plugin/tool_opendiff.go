@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/nvim-claude/nvim-claude/mcp"
+	"github.com/nvim-claude/nvim-claude/workspace"
 )
 
 var openDiffSchema = json.RawMessage(`{"type":"object","properties":{` +
@@ -70,14 +71,14 @@ func (c *diffs) openDiff(ctx context.Context, req *mcp.ToolRequest) (*mcp.ToolRe
 	if err != nil {
 		return nil, fmt.Errorf("openDiff: %w", err)
 	}
-	newPath, err := c.absPath(a.NewFilePath)
+	newPath, err := c.diffPath(a.NewFilePath)
 	if err != nil {
-		return nil, err
+		return mcp.ErrorResult("openDiff: %v", err), nil
 	}
 	oldPath := newPath
 	if a.OldFilePath != "" {
-		if oldPath, err = c.absPath(a.OldFilePath); err != nil {
-			return nil, err
+		if oldPath, err = c.diffPath(a.OldFilePath); err != nil {
+			return mcp.ErrorResult("openDiff: %v", err), nil
 		}
 	}
 	tabName := a.TabName
@@ -94,23 +95,27 @@ func (c *diffs) openDiff(ctx context.Context, req *mcp.ToolRequest) (*mcp.ToolRe
 	return ans.result(), nil
 }
 
-// absPath makes p absolute by the one rule of every tool (a relative path
-// is from the workspace root, a file:// URI is its path); the CLI sends
-// absolute paths. openDiff only shows a proposal the CLI already holds, and
-// the CLI asks its own permission for files outside its directory, so the
-// path is not put through the boundary's refusals.
-func (c *diffs) absPath(p string) (string, error) {
+// diffPath makes p absolute by the one rule of every tool (a relative path
+// is from the workspace root, a file:// URI is its path; the CLI sends
+// absolute paths) and puts it through the boundary to be shown. A file
+// outside the workspace folders is shown: the CLI edits those too, with its
+// own consent, and the diff holds only its proposal. A deny-listed file is
+// not (its text would sit in diff buffers whose names no deny-list
+// matches, where the selection and the tools read), nor any file of a
+// home-directory workspace. The real CLI answers such a refusal by keeping
+// its own permission dialog in the terminal, so the user still decides
+// there (internal/e2e/diff_boundary_cli_test.go).
+func (c *diffs) diffPath(p string) (string, error) {
 	root := c.app.ctx.root()
 	if strings.HasPrefix(p, "file://") {
 		if path, ok := uriPath(p, root); ok {
-			return path, nil
+			p = path
 		}
 	}
-	if strings.ContainsRune(p, 0) {
-		return "", fmt.Errorf("openDiff: the path %q contains a NUL byte", p)
+	anyFile := func(string) bool { return true } // outside: shown, as said above
+	wp, err := c.app.boundary.Resolve(c.app.ctx.workspaceFolders(), p, workspace.Show, anyFile)
+	if err != nil {
+		return "", err
 	}
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(root, p)
-	}
-	return filepath.Clean(p), nil
+	return wp.Abs, nil
 }
