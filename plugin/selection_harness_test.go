@@ -27,6 +27,8 @@ type selHarness struct {
 	file  string // sample.txt's absolute path
 	port  int
 	token string
+	// synced hears the test_sync notification: see sync.
+	synced chan struct{}
 }
 
 // selSample's lines: ASCII, wide characters, an emoji, an empty line.
@@ -77,6 +79,10 @@ vim.cmd("edit sample.txt")`
 	if err := app.Register(b); err != nil {
 		t.Fatal(err)
 	}
+	synced := make(chan struct{}, 1)
+	if err := b.HandleNotification("test_sync", func(json.RawMessage) { synced <- struct{}{} }); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { _ = app.Close() })
 	var pid int
 	n.Eval(t, `return vim.fn.getpid()`, &pid)
@@ -88,7 +94,7 @@ vim.cmd("edit sample.txt")`
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &selHarness{Nvim: n, app: app, sel: sel, dir: dir, file: filepath.Join(dir, "sample.txt"), port: srv.Port(), token: lock.AuthToken}
+	h := &selHarness{Nvim: n, app: app, sel: sel, dir: dir, file: filepath.Join(dir, "sample.txt"), port: srv.Port(), token: lock.AuthToken, synced: synced}
 	if !o.noAttach {
 		h.attach(t)
 	}
@@ -232,6 +238,21 @@ func (h *selHarness) cursorAt(path string, line, char int) selPayload {
 	return selPayload{FilePath: path, FileURL: selFileURL(path), Selection: selRange{Start: p, End: p, IsEmpty: true}}
 }
 
+// sync returns once the host has handled every notification Neovim sent
+// before it: Neovim's notifications reach the host on one channel and are
+// handled in order, one at a time, so a marker sent now is handled after
+// them. A tool call the test makes next cannot overtake a selection push
+// Neovim made for the step before (they travel on different connections).
+func (h *selHarness) sync(t *testing.T) {
+	t.Helper()
+	h.Exec(t, `vim.rpcnotify(select(1, ...), "test_sync", "{}")`, h.ChannelID())
+	select {
+	case <-h.synced:
+	case <-time.After(10 * nvimtest.Slack * time.Second):
+		t.Fatal("the host did not hear the sync marker")
+	}
+}
+
 // runSelTranscript plays a transcript against the harness through c:
 //
 //	# comment
@@ -261,8 +282,10 @@ func (h *selHarness) runSelTranscript(t *testing.T, c *selCLI, script string) {
 		case line == "" || strings.HasPrefix(line, "#"):
 		case strings.HasPrefix(line, "!! "):
 			h.keys(t, strings.TrimPrefix(line, "!! "))
+			h.sync(t)
 		case strings.HasPrefix(line, "!lua "):
 			h.Exec(t, repl.Replace(strings.TrimPrefix(line, "!lua ")))
+			h.sync(t)
 		case strings.HasPrefix(line, "-> "):
 			c.send(t, repl.Replace(strings.TrimPrefix(line, "-> ")))
 		case strings.HasPrefix(line, "<- "):
