@@ -9,8 +9,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/nvim-claude/nvim-claude/internal/fakeapi"
 )
@@ -106,6 +109,11 @@ type Env struct {
 func New(t testing.TB, apiURL string, cwd string) *Env {
 	t.Helper()
 	home := t.TempDir()
+	// Runs before the temp dir goes (cleanups run last-registered first):
+	// whatever still runs with this home — a CLI, a process it left behind
+	// detached from any tree a test kills — is killed, so nothing writes
+	// into the directory while it is removed.
+	t.Cleanup(func() { killByEnv("HOME=" + home) })
 	cfg := filepath.Join(home, "cfg")
 	if err := os.Mkdir(cfg, 0o700); err != nil {
 		t.Fatal(err)
@@ -214,4 +222,43 @@ func inherited(k string) bool {
 		}
 	}
 	return true
+}
+
+// killByEnv kills every process of this user whose environment holds kv
+// exactly, and waits (a few seconds at most) for them to be gone.
+func killByEnv(kv string) {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil {
+			continue
+		}
+		for _, v := range strings.Split(string(b), "\x00") {
+			if v == kv {
+				pids = append(pids, pid)
+				break
+			}
+		}
+	}
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for _, pid := range pids {
+		for time.Now().Before(deadline) {
+			b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+			if err != nil {
+				break // gone
+			}
+			if f := strings.Fields(string(b)); len(f) > 2 && f[2] == "Z" {
+				break // a zombie writes nothing
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 }
