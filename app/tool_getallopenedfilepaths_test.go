@@ -1,0 +1,14 @@
+package app
+
+import "testing"
+
+func TestToolGetAllOpenedFilePaths(t *testing.T) {
+	h := startCtxHarness(t, map[string]string{"a.txt": "a\n", "b.txt": "b\n"})
+	tr := sendCall(1, "get_all_opened_file_paths", obj{}) +
+		wantText(1, "") + `
+lua: vim.cmd("edit a.txt | edit b.txt | help")
+lua: local s = vim.api.nvim_create_buf(false, true) vim.api.nvim_buf_set_name(s, "scratch")
+` + sendCall(2, "get_all_opened_file_paths", obj{}) +
+		wantText(2, h.path("a.txt")+"\n"+h.path("b.txt"))
+	h.run(t, tr)
+}

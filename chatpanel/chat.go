@@ -1,0 +1,1049 @@
+package chatpanel
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/nvim-claude/nvim-claude/chat"
+)
+
+// chatEditor is what the chat panel needs from Neovim beyond Editor: the
+// text of a pending diff proposal, to accept it from the chat prompt with
+// the user's edits. An Editor without it accepts the original proposal.
+type chatEditor interface {
+	ChatProposalText(ctx context.Context, tabName string) (text string, ok bool, err error)
+}
+
+// chatOpenTimeout bounds a chat's startup (process + initialize);
+// chatRequestTimeout any other request Lua waits for.
+const (
+	chatOpenTimeout    = 60 * time.Second
+	chatRequestTimeout = 30 * time.Second
+)
+
+// chats is the component for the native chat panel (issue 10): one Claude
+// CLI in stream-json mode per chat, its events delivered to
+// require("claude.chat") in order.
+type chats struct {
+	app *App
+
+	mu     sync.Mutex
+	seq    int
+	byID   map[string]*chatProc
+	closed bool
+	wg     sync.WaitGroup // chat_close goroutines
+}
+
+func newChats(a *App) *chats { return &chats{app: a, byID: map[string]*chatProc{}} }
+
+func (c *chats) name() string { return "chat" }
+
+func (c *chats) luaRequests() map[string]func(context.Context, json.RawMessage) (any, error) {
+	return map[string]func(context.Context, json.RawMessage) (any, error){
+		"chat_open": c.handleOpen,
+		"chat_send": c.withChat(func(ctx context.Context, ch *chatProc, raw json.RawMessage) (any, error) {
+			return ch.handleSend(ctx, raw)
+		}),
+		"chat_interrupt": c.withChat(func(ctx context.Context, ch *chatProc, _ json.RawMessage) (any, error) {
+			return ch.handleInterrupt(ctx)
+		}),
+		"chat_set_mode": c.withChat(func(ctx context.Context, ch *chatProc, raw json.RawMessage) (any, error) {
+			return ch.handleSetMode(ctx, raw)
+		}),
+		"chat_set_model": c.withChat(func(ctx context.Context, ch *chatProc, raw json.RawMessage) (any, error) {
+			return ch.handleSetModel(ctx, raw)
+		}),
+		"chat_permission": c.withChat(func(ctx context.Context, ch *chatProc, raw json.RawMessage) (any, error) {
+			return ch.handlePermission(ctx, raw)
+		}),
+		"chat_close":    c.handleClose,
+		"chat_list":     c.handleList,
+		"chat_sessions": c.handleSessions,
+		"chat_history":  c.withChat(func(ctx context.Context, ch *chatProc, _ json.RawMessage) (any, error) { return ch.handleHistory() }),
+		"chat_rewind":   c.withChat(func(ctx context.Context, ch *chatProc, raw json.RawMessage) (any, error) { return ch.handleRewind(raw) }),
+		"chat_fork":     c.handleFork,
+		"chat_plan":     c.withChat(func(ctx context.Context, ch *chatProc, _ json.RawMessage) (any, error) { return ch.handlePlan(ctx) }),
+	}
+}
+
+func (c *chats) luaNotifications() map[string]func(json.RawMessage) { return nil }
+
+// get finds a chat by id.
+func (c *chats) get(id string) (*chatProc, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := c.byID[id]
+	if ch == nil {
+		return nil, fmt.Errorf("no chat with id %q", id)
+	}
+	return ch, nil
+}
+
+// withChat decodes {id} and hands the chat to h.
+func (c *chats) withChat(h func(context.Context, *chatProc, json.RawMessage) (any, error)) func(context.Context, json.RawMessage) (any, error) {
+	return func(ctx context.Context, raw json.RawMessage) (any, error) {
+		var p struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal(raw, &p); err != nil {
+			return nil, fmt.Errorf("bad parameters: %w", err)
+		}
+		ch, err := c.get(p.ID)
+		if err != nil {
+			return nil, err
+		}
+		// Lua waits for the answer: a CLI that never answers a control
+		// request must not hang Neovim.
+		ctx, cancel := context.WithTimeout(ctx, chatRequestTimeout)
+		defer cancel()
+		return h(ctx, ch, raw)
+	}
+}
+
+// diffs finds the diff review component.
+func (c *chats) diffs() *diffs {
+	for _, comp := range c.app.components {
+		if d, ok := comp.(*diffs); ok {
+			return d
+		}
+	}
+	return nil
+}
+
+// editorTools reports how to reach the editor tools' server, if it runs.
+func (c *chats) editorTools() (EdtoolsInfo, bool) {
+	for _, comp := range c.app.components {
+		if e, ok := comp.(*edtools); ok {
+			info := e.info()
+			return info, info.Enabled && info.MCPConfig != ""
+		}
+	}
+	return EdtoolsInfo{}, false
+}
+
+// openParams are chat_open's parameters.
+type openParams struct {
+	Cwd             string            `json:"cwd"`
+	Mode            string            `json:"mode"`
+	Model           string            `json:"model"`
+	Effort          string            `json:"effort"`
+	Resume          string            `json:"resume"`
+	Fork            bool              `json:"fork"`
+	EditorTools     bool              `json:"editor_tools"`
+	AllowedTools    []string          `json:"allowed_tools"`
+	DisallowedTools []string          `json:"disallowed_tools"`
+	Env             map[string]string `json:"env"`
+	Bin             string            `json:"bin"`
+}
+
+// chatMode reports whether the panel offers mode.
+func chatMode(mode string) bool {
+	return mode == "default" || mode == "acceptEdits" || mode == "plan"
+}
+
+func (c *chats) handleOpen(ctx context.Context, raw json.RawMessage) (any, error) {
+	var p openParams
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return nil, fmt.Errorf("chat_open: bad parameters: %w", err)
+	}
+	ch, err := c.open(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("chat_open: %w", err)
+	}
+	return ch.openResult(), nil
+}
+
+// open starts a chat's CLI and registers the chat.
+func (c *chats) open(ctx context.Context, p openParams) (*chatProc, error) {
+	if p.Cwd == "" || !filepath.IsAbs(p.Cwd) {
+		return nil, fmt.Errorf("cwd must be an absolute path, got %q", p.Cwd)
+	}
+	if st, err := os.Stat(p.Cwd); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("cwd %s is not a directory", p.Cwd)
+	}
+	if p.Mode != "" && !chatMode(p.Mode) {
+		return nil, fmt.Errorf("unknown mode %q (want default, acceptEdits or plan)", p.Mode)
+	}
+	if p.Fork && p.Resume == "" {
+		return nil, errors.New("fork needs resume (the session to fork)")
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, errors.New("nvim-claude is shutting down")
+	}
+	c.seq++
+	id := strconv.Itoa(c.seq)
+	c.mu.Unlock()
+
+	env := os.Environ()
+	keys := make([]string, 0, len(p.Env))
+	for k := range p.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+p.Env[k])
+	}
+	ch := &chatProc{
+		c: c, id: id, params: p, env: env, configDir: chat.ConfigDir(env),
+		state: "starting", mode: p.Mode, model: p.Model,
+		perms: map[string]*chatPerm{}, streamed: map[string]bool{}, cpSeen: map[string]bool{},
+		toolUses: map[string]toolUse{},
+	}
+	if ch.mode == "" {
+		ch.mode = "default"
+	}
+	ch.ctx, ch.cancel = context.WithCancel(context.Background())
+	ch.out = newOutbox(func(ctx context.Context, name string, data any) error {
+		if c.app.ed == nil {
+			return nil
+		}
+		return c.app.ed.Emit(ctx, name, data)
+	}, c.app.log.Warn)
+	model := p.Model
+	if model == "default" {
+		model = "" // the CLI's own default
+	}
+	// The editor tools (mcp__nvim__*) reach the chat's model the way they
+	// reach the terminal's CLI: the stdio relay in --mcp-config, and the
+	// socket in the relay's environment. (The CLI drops ws-ide servers in
+	// stream-json mode, STREAM-JSON.md §8.)
+	var mcpConfig, toolsNote string
+	if p.EditorTools {
+		if info, ok := c.editorTools(); ok {
+			mcpConfig = info.MCPConfig
+			env = append(env, "NVIM_CLAUDE_MCP_SOCKET="+info.Socket)
+		} else {
+			toolsNote = "The editor tools (mcp__nvim__*) are not offered to this chat: they are served " +
+				"while the IDE server runs (:ClaudeServe or :ClaudeStart) with editor_tools enabled."
+		}
+	}
+	sctx, cancel := context.WithTimeout(ctx, chatOpenTimeout)
+	defer cancel()
+	sess, err := chat.Start(sctx, chat.Options{
+		Bin: p.Bin, Cwd: p.Cwd, Env: env, Mode: p.Mode, Model: model, Effort: p.Effort,
+		Resume: p.Resume, Fork: p.Fork, AllowedTools: p.AllowedTools, DisallowedTools: p.DisallowedTools,
+		MCPConfig: mcpConfig, OnEvent: ch.onEvent,
+	})
+	if err != nil {
+		ch.cancel()
+		return nil, err
+	}
+	ch.mu.Lock()
+	ch.sess = sess
+	ch.state = "idle"
+	if p.Mode == "" && sess.Init().Mode != "" && chatMode(sess.Init().Mode) {
+		ch.mode = sess.Init().Mode
+	}
+	if ch.model == "" {
+		ch.model = "default"
+	}
+	ch.sessionID = sess.SessionID()
+	ch.mu.Unlock()
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		sess.Kill()
+		ch.cancel()
+		return nil, errors.New("nvim-claude is shutting down")
+	}
+	c.byID[id] = ch
+	c.mu.Unlock()
+	ch.out.start()
+	ch.pushStatus()
+	if toolsNote != "" {
+		ch.system("warn", toolsNote)
+	}
+	c.app.log.Info("chat started", "id", id, "cwd", p.Cwd, "resume", p.Resume, "fork", p.Fork, "pid", sess.Init().PID)
+	return ch, nil
+}
+
+func (c *chats) handleClose(ctx context.Context, raw json.RawMessage) (any, error) {
+	var p struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return nil, fmt.Errorf("chat_close: bad parameters: %w", err)
+	}
+	ch, err := c.get(p.ID)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	delete(c.byID, p.ID)
+	c.wg.Add(1)
+	c.mu.Unlock()
+	go func() {
+		defer c.wg.Done()
+		ch.shutdown(true)
+	}()
+	return map[string]any{}, nil
+}
+
+func (c *chats) handleList(context.Context, json.RawMessage) (any, error) {
+	c.mu.Lock()
+	list := make([]*chatProc, 0, len(c.byID))
+	for _, ch := range c.byID {
+		list = append(list, ch)
+	}
+	c.mu.Unlock()
+	sort.Slice(list, func(i, j int) bool {
+		a, _ := strconv.Atoi(list[i].id)
+		b, _ := strconv.Atoi(list[j].id)
+		return a < b
+	})
+	out := []map[string]any{}
+	for _, ch := range list {
+		ch.mu.Lock()
+		out = append(out, map[string]any{"id": ch.id, "cwd": ch.params.Cwd, "session_id": ch.sessionID,
+			"state": ch.state, "mode": ch.mode, "model": ch.model})
+		ch.mu.Unlock()
+	}
+	return map[string]any{"chats": out}, nil
+}
+
+func (c *chats) handleSessions(_ context.Context, raw json.RawMessage) (any, error) {
+	var p struct {
+		Cwd       string `json:"cwd"`
+		ConfigDir string `json:"config_dir"` // optional; default from the environment
+	}
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return nil, fmt.Errorf("chat_sessions: bad parameters: %w", err)
+	}
+	if p.Cwd == "" {
+		return nil, errors.New("chat_sessions: cwd is required")
+	}
+	dir := p.ConfigDir
+	if dir == "" {
+		dir = chat.ConfigDir(os.Environ())
+	}
+	list, err := chat.ListSessions(dir, p.Cwd)
+	if err != nil {
+		return nil, fmt.Errorf("chat_sessions: %w", err)
+	}
+	return map[string]any{"sessions": list}, nil
+}
+
+func (c *chats) handleFork(ctx context.Context, raw json.RawMessage) (any, error) {
+	var p struct {
+		ID   string `json:"id"`
+		UUID string `json:"uuid"`
+	}
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return nil, fmt.Errorf("chat_fork: bad parameters: %w", err)
+	}
+	src, err := c.get(p.ID)
+	if err != nil {
+		return nil, err
+	}
+	src.mu.Lock()
+	op := src.params
+	sid := src.sessionID
+	op.Mode, op.Model = src.mode, src.model
+	src.mu.Unlock()
+	if sid == "" {
+		return nil, errors.New("chat_fork: this chat has no session yet (send a message first)")
+	}
+	if op.Model == "default" {
+		op.Model = ""
+	}
+	op.Resume, op.Fork = sid, true
+	ch, err := c.open(ctx, op)
+	if err != nil {
+		return nil, fmt.Errorf("chat_fork: %w", err)
+	}
+	res := ch.openResult()
+	if p.UUID != "" {
+		rctx, cancel := context.WithTimeout(ctx, chatRequestTimeout)
+		defer cancel()
+		resp, err := ch.session().Request(rctx, "rewind_conversation", map[string]any{"target_message_uuid": p.UUID})
+		var r struct {
+			Rewound     *bool  `json:"rewound"`
+			PrefillText string `json:"prefillText"`
+			Error       string `json:"error"`
+		}
+		if err == nil {
+			_ = json.Unmarshal(resp, &r)
+			if r.Rewound != nil && !*r.Rewound {
+				err = fmt.Errorf("the CLI did not rewind (%s)", r.Error)
+			}
+		}
+		if err != nil {
+			// Lua never learns this chat's id: end it.
+			c.mu.Lock()
+			delete(c.byID, ch.id)
+			c.wg.Add(1)
+			c.mu.Unlock()
+			go func() {
+				defer c.wg.Done()
+				ch.shutdown(false)
+			}()
+			return nil, fmt.Errorf("chat_fork: rewind to %s: %w", p.UUID, err)
+		}
+		res["prefill"] = r.PrefillText
+		ch.mu.Lock()
+		ch.forkCut = p.UUID
+		ch.mu.Unlock()
+	}
+	return res, nil
+}
+
+func (c *chats) close() {
+	c.mu.Lock()
+	c.closed = true
+	list := make([]*chatProc, 0, len(c.byID))
+	for _, ch := range c.byID {
+		list = append(list, ch)
+	}
+	c.byID = map[string]*chatProc{}
+	c.mu.Unlock()
+	for _, ch := range list {
+		ch.shutdown(false)
+	}
+	c.wg.Wait()
+}
+
+// chatProc is one chat: its CLI session and what the panel shows of it.
+type chatProc struct {
+	c         *chats
+	id        string
+	params    openParams
+	env       []string
+	configDir string
+	out       *outbox
+
+	ctx    context.Context // ends when the chat ends: stops its reviews
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // review goroutines
+
+	mu        sync.Mutex
+	sess      *chat.Session
+	state     string
+	mode      string
+	model     string
+	sessionID string
+	cost      float64
+	ctxTokens int
+	ctxWindow int
+	perms     map[string]*chatPerm // open permission requests by request id
+	note      string               // "the user edited your proposal", for the next send
+	turnUUID  string               // the running turn's user message
+	lastSent  string
+	sent      []string // user message uuids in send order
+	forkCut   string   // a fork's rewind target: history stops before it
+	streamed  map[string]bool
+	// checkpoints: each file's contents before the first edit of a turn.
+	checkpoints []checkpoint
+	cpSeen      map[string]bool // turn uuid + "\x00" + path
+	toolUses    map[string]toolUse
+}
+
+// toolUse is what a tool result needs to know of its call.
+type toolUse struct {
+	name, path, turn string // path: the file an edit tool changes
+}
+
+type checkpoint struct {
+	turn     string
+	path     string
+	contents *string // nil: the file did not exist
+}
+
+func (ch *chatProc) session() *chat.Session {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	return ch.sess
+}
+
+func (ch *chatProc) openResult() map[string]any {
+	sess := ch.session()
+	models := []map[string]any{}
+	commands := []map[string]any{}
+	for _, m := range sess.Init().Models {
+		models = append(models, map[string]any{"value": m.Value, "display_name": m.DisplayName, "description": m.Description})
+	}
+	for _, cm := range sess.Init().Commands {
+		commands = append(commands, map[string]any{"name": cm.Name, "description": cm.Description, "argument_hint": cm.ArgumentHint})
+	}
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	res := map[string]any{"id": ch.id, "cwd": ch.params.Cwd, "mode": ch.mode, "model": ch.model,
+		"models": models, "commands": commands}
+	if ch.sessionID != "" {
+		res["session_id"] = ch.sessionID
+	}
+	return res
+}
+
+// shutdown ends the chat: gracefully (end_session, stdin closed, kill after
+// 3 s) or at once.
+func (ch *chatProc) shutdown(graceful bool) {
+	sess := ch.session()
+	if graceful {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_ = sess.Close(ctx)
+		cancel()
+	} else {
+		sess.Kill()
+	}
+	<-sess.Done()
+	ch.cancel()
+	ch.wg.Wait()
+	if graceful {
+		select {
+		case <-ch.out.done:
+		case <-time.After(chatEmitTimeout):
+			ch.out.halt()
+		}
+		return
+	}
+	ch.out.halt()
+}
+
+// push queues an event for Lua ("chat.<name>"), adding the chat id.
+func (ch *chatProc) push(name string, data map[string]any) {
+	data["id"] = ch.id
+	ch.out.push("chat."+name, data)
+}
+
+func (ch *chatProc) pushStatus() {
+	ch.mu.Lock()
+	d := map[string]any{"state": ch.state, "mode": ch.mode, "model": ch.model, "cost_usd": ch.cost}
+	if ch.sessionID != "" {
+		d["session_id"] = ch.sessionID
+	}
+	if ch.ctxTokens > 0 {
+		d["context_tokens"] = ch.ctxTokens
+	}
+	if ch.ctxWindow > 0 {
+		d["context_window"] = ch.ctxWindow
+	}
+	ch.mu.Unlock()
+	ch.push("status", d)
+}
+
+func (ch *chatProc) system(level, text string) {
+	ch.push("system", map[string]any{"level": level, "text": text})
+}
+
+// onEvent translates the session's events; it runs on the session's
+// reader goroutine and must not block.
+func (ch *chatProc) onEvent(ev chat.Event) {
+	switch e := ev.(type) {
+	case chat.InitEvent:
+		ch.mu.Lock()
+		changed := e.SessionID != ch.sessionID || (e.PermissionMode != "" && e.PermissionMode != ch.mode)
+		ch.sessionID = e.SessionID
+		if e.PermissionMode != "" {
+			ch.mode = e.PermissionMode
+		}
+		ch.mu.Unlock()
+		if changed {
+			ch.pushStatus()
+		}
+	case chat.StatusEvent:
+		if e.PermissionMode != "" {
+			ch.mu.Lock()
+			changed := e.PermissionMode != ch.mode
+			ch.mode = e.PermissionMode
+			ch.mu.Unlock()
+			if changed {
+				ch.pushStatus()
+			}
+		}
+		if e.Status == "compacting" {
+			ch.system("info", "Compacting the conversation…")
+		}
+		if e.CompactResult != "" && e.CompactResult != "success" {
+			ch.system("warn", "Compaction "+e.CompactResult)
+		}
+	case chat.DeltaEvent:
+		if e.Kind != "text" && e.Kind != "thinking" {
+			return
+		}
+		ch.mu.Lock()
+		ch.streamed[e.MessageID] = true
+		ch.mu.Unlock()
+		key := fmt.Sprintf("%s\x00%d", e.MessageID, e.Index)
+		ch.out.pushDelta("chat."+e.Kind, map[string]any{"id": ch.id, "message_id": e.MessageID, "index": e.Index}, key, e.Text)
+	case chat.AssistantEvent:
+		ch.onAssistant(e)
+	case chat.ToolResultEvent:
+		text := e.Text
+		if len(text) > 8<<10 {
+			text = text[:8<<10] + "\n… (cut)"
+		}
+		ch.mu.Lock()
+		tu := ch.toolUses[e.ToolUseID]
+		delete(ch.toolUses, e.ToolUseID)
+		ch.mu.Unlock()
+		if tu.path != "" && !e.IsError {
+			// An edit nobody was asked about (acceptEdits, allow
+			// always): the CLI reports what it replaced.
+			ch.checkpointResult(tu, e.Structured)
+		}
+		ch.push("tool_result", map[string]any{"tool_use_id": e.ToolUseID, "is_error": e.IsError,
+			"summary": resultSummary(e), "text": text})
+		switch {
+		case e.FilePath != "" && !e.IsError:
+			ch.push("file_changed", map[string]any{"paths": []string{e.FilePath}})
+		case tu.name == "Bash":
+			// A command may have changed any file.
+			ch.push("file_changed", map[string]any{"paths": []string{}, "all": true})
+		}
+	case chat.UserEvent:
+		if strings.HasPrefix(e.Text, "[Request interrupted by user") {
+			ch.system("info", "Interrupted.")
+		}
+	case chat.ResultEvent:
+		ch.mu.Lock()
+		ch.toolUses = map[string]toolUse{} // a turn's results come before its end
+		ch.state = "idle"
+		ch.cost = e.CostUSD
+		if e.ContextWindow > 0 {
+			ch.ctxWindow = e.ContextWindow
+		}
+		if ch.ctxTokens == 0 {
+			ch.ctxTokens = e.Usage.ContextTokens()
+		}
+		if e.SessionID != "" {
+			ch.sessionID = e.SessionID
+		}
+		ch.mu.Unlock()
+		ch.push("turn_done", map[string]any{"is_error": e.IsError, "subtype": e.Subtype, "terminal_reason": e.TerminalReason,
+			"result": e.Result, "cost_usd": e.CostUSD, "duration_ms": e.DurationMS})
+		ch.push("file_changed", map[string]any{"paths": []string{}, "all": true})
+		ch.pushStatus()
+	case chat.SystemEvent:
+		ch.onSystem(e)
+	case chat.ConversationResetEvent:
+		// The new session id comes with the next init (status then).
+		ch.system("info", "The conversation was cleared; a new session starts.")
+	case chat.LifecycleEvent:
+		ch.push("lifecycle", map[string]any{"uuid": e.UUID, "state": e.State})
+		if e.State == "started" {
+			ch.mu.Lock()
+			ch.turnUUID = e.UUID
+			changed := ch.state != "running"
+			ch.state = "running"
+			ch.mu.Unlock()
+			if changed {
+				ch.pushStatus()
+			}
+		}
+	case chat.PermissionRequestEvent:
+		ch.onPermission(e)
+	case chat.PermissionCancelEvent:
+		ch.onPermissionCancel(e)
+	case chat.ExitEvent:
+		ch.onExit(e)
+	}
+}
+
+func (ch *chatProc) onAssistant(e chat.AssistantEvent) {
+	if e.Usage.InputTokens > 0 && e.ParentToolUseID == "" {
+		ch.mu.Lock()
+		ch.ctxTokens = e.Usage.ContextTokens()
+		ch.mu.Unlock()
+	}
+	ch.mu.Lock()
+	streamed := ch.streamed[e.MessageID]
+	ch.mu.Unlock()
+	for i, b := range e.Blocks {
+		switch b.Type {
+		case "text", "thinking":
+			if streamed || e.ParentToolUseID != "" {
+				continue // already sent as deltas
+			}
+			text := b.Text
+			if b.Type == "thinking" {
+				text = b.Thinking
+			}
+			ch.push(b.Type, map[string]any{"message_id": e.MessageID, "index": i, "delta": text})
+		case "tool_use":
+			// Every edit is checkpointed, a subagent's too: when it is
+			// allowed (chat_permission) or from its result (unasked).
+			tu := toolUse{name: b.Name, path: chat.EditPath(b.Name, b.Input)}
+			ch.mu.Lock()
+			tu.turn = ch.turnUUID
+			if tu.turn == "" {
+				tu.turn = ch.lastSent
+			}
+			ch.toolUses[b.ID] = tu
+			ch.mu.Unlock()
+			if e.ParentToolUseID != "" {
+				continue // a subagent's own tools are not shown
+			}
+			ch.push("tool_use", map[string]any{"tool_use_id": b.ID, "name": b.Name, "input": rawOrEmpty(b.Input),
+				"summary": chat.RelSummary(b.Name, b.Input, ch.params.Cwd)})
+			if b.Name == "TodoWrite" {
+				todos := []map[string]any{}
+				for _, t := range chat.Todos(b.Input) {
+					todos = append(todos, map[string]any{"content": t.Content, "status": t.Status, "active_form": t.ActiveForm})
+				}
+				ch.push("todos", map[string]any{"todos": todos})
+			}
+		}
+	}
+}
+
+func (ch *chatProc) onSystem(e chat.SystemEvent) {
+	var f struct {
+		Attempt     int    `json:"attempt"`
+		MaxRetries  int    `json:"max_retries"`
+		ErrorStatus any    `json:"error_status"`
+		Error       any    `json:"error"`
+		ToolName    string `json:"tool_name"`
+		Message     string `json:"message"`
+	}
+	_ = json.Unmarshal(e.Raw, &f)
+	switch e.Subtype {
+	case "api_retry":
+		ch.system("warn", fmt.Sprintf("API error (%v); retry %d of %d", f.ErrorStatus, f.Attempt, f.MaxRetries))
+	case "permission_denied":
+		ch.system("warn", fmt.Sprintf("%s was denied: %s", f.ToolName, f.Message))
+	case "compact_boundary":
+		ch.system("info", "Conversation compacted.")
+	case "api_error":
+		ch.system("error", fmt.Sprintf("API error: %v", f.Error))
+	}
+}
+
+func (ch *chatProc) onExit(e chat.ExitEvent) {
+	ch.mu.Lock()
+	ch.state = "exited"
+	perms := ch.perms
+	ch.perms = map[string]*chatPerm{}
+	ch.mu.Unlock()
+	for _, p := range perms {
+		p.stop()
+	}
+	ch.cancel()
+	ch.push("exited", map[string]any{"code": e.Code, "stderr": e.Stderr})
+	ch.pushStatus()
+	ch.out.closeDrained()
+	ch.c.app.log.Info("chat CLI exited", "id", ch.id, "code", e.Code)
+}
+
+func rawOrEmpty(r json.RawMessage) json.RawMessage {
+	if len(r) == 0 {
+		return json.RawMessage("{}")
+	}
+	return r
+}
+
+// resultSummary is a one-line summary of a tool result.
+func resultSummary(e chat.ToolResultEvent) string {
+	t := strings.TrimSpace(e.Text)
+	if i := strings.IndexByte(t, '\n'); i >= 0 {
+		t = t[:i] + " …"
+	}
+	if r := []rune(t); len(r) > 100 {
+		t = string(r[:100]) + "…"
+	}
+	if e.IsError {
+		return "error: " + t
+	}
+	return t
+}
+
+// checkpoint keeps path's contents before the running turn first edits
+// it. It reads the file now: call it only while the CLI waits for our
+// permission answer (nothing has written the edit yet).
+func (ch *chatProc) checkpoint(path string) {
+	ch.mu.Lock()
+	turn := ch.turnUUID
+	if turn == "" {
+		turn = ch.lastSent
+	}
+	ch.mu.Unlock()
+	var contents *string
+	if b, err := os.ReadFile(path); err == nil {
+		s := string(b)
+		contents = &s
+	} else if !errors.Is(err, os.ErrNotExist) {
+		ch.c.app.log.Warn("chat checkpoint", "path", path, "err", err)
+		return
+	}
+	ch.addCheckpoint(turn, path, contents)
+}
+
+// checkpointResult keeps what an edit that was not asked about replaced:
+// the result's originalFile (null for a file the edit created).
+func (ch *chatProc) checkpointResult(tu toolUse, structured json.RawMessage) {
+	var r map[string]json.RawMessage
+	if json.Unmarshal(structured, &r) != nil || r == nil {
+		return
+	}
+	orig, ok := r["originalFile"]
+	var contents *string
+	switch {
+	case ok && string(orig) != "null":
+		var s string
+		if json.Unmarshal(orig, &s) != nil {
+			return
+		}
+		contents = &s
+	case ok, string(r["type"]) == `"create"`:
+		// a new file
+	default:
+		ch.c.app.log.Warn("chat checkpoint: the result does not say what the edit replaced", "path", tu.path, "tool", tu.name)
+		return
+	}
+	ch.addCheckpoint(tu.turn, tu.path, contents)
+}
+
+// addCheckpoint keeps the first checkpoint of path in turn.
+func (ch *chatProc) addCheckpoint(turn, path string, contents *string) {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	key := turn + "\x00" + path
+	if ch.cpSeen[key] {
+		return
+	}
+	ch.cpSeen[key] = true
+	ch.checkpoints = append(ch.checkpoints, checkpoint{turn: turn, path: path, contents: contents})
+}
+
+func (ch *chatProc) handleRewind(raw json.RawMessage) (any, error) {
+	var p struct {
+		UUID string `json:"uuid"`
+	}
+	if err := json.Unmarshal(raw, &p); err != nil || p.UUID == "" {
+		return nil, fmt.Errorf("chat_rewind: uuid is required (%v)", err)
+	}
+	ch.mu.Lock()
+	idx := -1
+	order := map[string]int{}
+	for i, u := range ch.sent {
+		order[u] = i
+		if u == p.UUID {
+			idx = i
+		}
+	}
+	cps := append([]checkpoint(nil), ch.checkpoints...)
+	ch.mu.Unlock()
+	if idx < 0 {
+		return nil, fmt.Errorf("chat_rewind: no message %s in this chat", p.UUID)
+	}
+	files := []map[string]any{}
+	seen := map[string]bool{}
+	for _, cp := range cps {
+		i, ok := order[cp.turn]
+		if !ok || i < idx || seen[cp.path] {
+			continue
+		}
+		seen[cp.path] = true
+		cur, err := os.ReadFile(cp.path)
+		var changed bool
+		if cp.contents == nil {
+			changed = err == nil
+		} else {
+			changed = err != nil || string(cur) != *cp.contents
+		}
+		f := map[string]any{"path": cp.path, "contents": nil, "changed": changed}
+		switch {
+		case cp.contents != nil && !utf8.ValidString(*cp.contents):
+			// Not text Lua can carry (JSON would turn it into U+FFFD):
+			// restored here, byte for byte.
+			f["restored_by_host"] = true
+			if changed {
+				if err := restoreFile(cp.path, []byte(*cp.contents)); err != nil {
+					f["error"] = err.Error()
+				}
+			}
+		case cp.contents != nil:
+			f["contents"] = *cp.contents
+		}
+		files = append(files, f)
+	}
+	return map[string]any{"files": files}, nil
+}
+
+// restoreFile writes data to path atomically (a temporary file in the same
+// directory, renamed over it), keeping path's permissions.
+func restoreFile(path string, data []byte) error {
+	mode := os.FileMode(0o644)
+	if st, err := os.Stat(path); err == nil {
+		mode = st.Mode().Perm()
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".nvim-claude-*")
+	if err != nil {
+		return fmt.Errorf("restore %s: %w", path, err)
+	}
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Chmod(mode)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp.Name())
+		return fmt.Errorf("restore %s: %w", path, err)
+	}
+	return nil
+}
+
+func (ch *chatProc) handleHistory() (any, error) {
+	ch.mu.Lock()
+	resume, cut := ch.params.Resume, ch.forkCut
+	ch.mu.Unlock()
+	if resume == "" {
+		return map[string]any{"messages": []chat.HistoryMessage{}}, nil
+	}
+	msgs, err := chat.ReadHistory(ch.configDir, ch.params.Cwd, resume)
+	if err != nil {
+		return nil, fmt.Errorf("chat_history: %w", err)
+	}
+	if cut != "" {
+		for i, m := range msgs {
+			if m.UUID == cut {
+				msgs = msgs[:i]
+				break
+			}
+		}
+	}
+	return map[string]any{"messages": msgs}, nil
+}
+
+func (ch *chatProc) handlePlan(ctx context.Context) (any, error) {
+	resp, err := ch.session().Request(ctx, "get_plan", nil)
+	if err != nil {
+		return nil, fmt.Errorf("chat_plan: %w", err)
+	}
+	var r map[string]any
+	if err := json.Unmarshal(resp, &r); err != nil || r == nil {
+		r = map[string]any{"exists": false}
+	}
+	return r, nil
+}
+
+func (ch *chatProc) handleInterrupt(ctx context.Context) (any, error) {
+	if err := ch.session().Interrupt(ctx); err != nil {
+		return nil, fmt.Errorf("chat_interrupt: %w", err)
+	}
+	return map[string]any{}, nil
+}
+
+func (ch *chatProc) handleSetMode(ctx context.Context, raw json.RawMessage) (any, error) {
+	var p struct {
+		Mode string `json:"mode"`
+	}
+	if err := json.Unmarshal(raw, &p); err != nil || !chatMode(p.Mode) {
+		return nil, fmt.Errorf("chat_set_mode: mode must be default, acceptEdits or plan (got %q)", p.Mode)
+	}
+	if err := ch.session().SetMode(ctx, p.Mode); err != nil {
+		return nil, fmt.Errorf("chat_set_mode: %w", err)
+	}
+	ch.mu.Lock()
+	changed := ch.mode != p.Mode
+	ch.mode = p.Mode
+	ch.mu.Unlock()
+	if changed {
+		ch.pushStatus()
+	}
+	return map[string]any{"mode": p.Mode}, nil
+}
+
+func (ch *chatProc) handleSetModel(ctx context.Context, raw json.RawMessage) (any, error) {
+	var p struct {
+		Model string `json:"model"`
+	}
+	if err := json.Unmarshal(raw, &p); err != nil || p.Model == "" {
+		return nil, errors.New("chat_set_model: model is required")
+	}
+	sess := ch.session()
+	var known []string
+	ok := false
+	for _, m := range sess.Init().Models {
+		known = append(known, m.Value)
+		if m.Value == p.Model || m.ResolvedModel == p.Model {
+			ok = true
+		}
+	}
+	if !ok {
+		return nil, fmt.Errorf("chat_set_model: unknown model %q (known: %s)", p.Model, strings.Join(known, ", "))
+	}
+	if err := sess.SetModel(ctx, p.Model); err != nil {
+		return nil, fmt.Errorf("chat_set_model: %w", err)
+	}
+	ch.mu.Lock()
+	ch.model = p.Model
+	ch.mu.Unlock()
+	ch.pushStatus()
+	return map[string]any{"model": p.Model}, nil
+}
+
+// sendParams are chat_send's parameters.
+type sendParams struct {
+	Text        string       `json:"text"`
+	Attachments []attachment `json:"attachments"`
+}
+
+func (ch *chatProc) handleSend(ctx context.Context, raw json.RawMessage) (any, error) {
+	var p sendParams
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return nil, fmt.Errorf("chat_send: bad parameters: %w", err)
+	}
+	var blocks []chat.ContentBlock
+	var labels []map[string]any
+	for _, a := range p.Attachments {
+		b, label, err := a.block(ctx, ch.params.Cwd)
+		if err != nil {
+			return nil, fmt.Errorf("chat_send: %w", err)
+		}
+		blocks = append(blocks, b)
+		labels = append(labels, map[string]any{"type": a.Type, "label": label})
+	}
+	if strings.TrimSpace(p.Text) == "" && len(blocks) == 0 {
+		return nil, errors.New("chat_send: nothing to send")
+	}
+	if p.Text != "" {
+		blocks = append(blocks, chat.ContentBlock{Type: "text", Text: p.Text})
+	}
+	ch.mu.Lock()
+	note := ch.note
+	if ch.state == "exited" {
+		ch.mu.Unlock()
+		return nil, errors.New("chat_send: the chat's CLI has exited (resume it to go on)")
+	}
+	ch.mu.Unlock()
+	if note != "" {
+		blocks = append([]chat.ContentBlock{{Type: "text", Text: note}}, blocks...)
+	}
+	id := uuid.NewString()
+	if err := ch.session().Send(ctx, id, blocks); err != nil {
+		return nil, fmt.Errorf("chat_send: %w", err)
+	}
+	ch.mu.Lock()
+	if ch.note == note {
+		ch.note = ""
+	}
+	ch.sent = append(ch.sent, id)
+	ch.lastSent = id
+	ch.mu.Unlock()
+	if labels == nil {
+		labels = []map[string]any{}
+	}
+	ch.push("user", map[string]any{"uuid": id, "text": p.Text, "attachments": labels})
+	return map[string]any{"uuid": id}, nil
+}

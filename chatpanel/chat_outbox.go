@@ -1,0 +1,211 @@
+package chatpanel
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nvim-claude/nvim-claude/nvimbridge"
+)
+
+// chatCoalesce is how long a streamed text or thinking delta waits for
+// more of the same block before it goes to Lua.
+const chatCoalesce = 30 * time.Millisecond
+
+// chatEmitTimeout bounds one delivery attempt to Lua (a failed attempt is
+// retried: chat events are never dropped).
+const chatEmitTimeout = 10 * time.Second
+
+// outbox delivers one chat's events to Lua in order, one call at a time,
+// never dropping any (unlike App.post): its queue grows as needed. Deltas
+// of the same block that queue up are merged.
+type outbox struct {
+	emit func(ctx context.Context, name string, data any) error
+	log  func(msg string, args ...any)
+
+	mu      sync.Mutex
+	items   []*outItem
+	wake    chan struct{} // buffered 1
+	closing bool          // stop once drained
+	stop    chan struct{} // stop now
+	done    chan struct{}
+}
+
+type outItem struct {
+	name  string
+	data  map[string]any
+	key   string // for deltas: event, message id and index
+	delta string
+	at    time.Time
+}
+
+func newOutbox(emit func(ctx context.Context, name string, data any) error, log func(string, ...any)) *outbox {
+	return &outbox{emit: emit, log: log, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+func (o *outbox) start() { go o.run() }
+
+func (o *outbox) signal() {
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+}
+
+// push queues an event.
+func (o *outbox) push(name string, data map[string]any) {
+	o.mu.Lock()
+	o.items = append(o.items, &outItem{name: name, data: data})
+	o.mu.Unlock()
+	o.signal()
+}
+
+// pushDelta queues a streamed piece of text (event "chat.text" or
+// "chat.thinking"), merged into the last queued item when that is a delta
+// of the same block.
+func (o *outbox) pushDelta(name string, data map[string]any, key, delta string) {
+	o.mu.Lock()
+	if n := len(o.items); n > 0 && o.items[n-1].key == key && o.items[n-1].name == name {
+		o.items[n-1].delta += delta
+		o.mu.Unlock()
+		return
+	}
+	o.items = append(o.items, &outItem{name: name, data: data, key: key, delta: delta, at: time.Now()})
+	o.mu.Unlock()
+	o.signal()
+}
+
+// closeDrained makes run return once everything queued was delivered.
+func (o *outbox) closeDrained() {
+	o.mu.Lock()
+	o.closing = true
+	o.mu.Unlock()
+	o.signal()
+}
+
+// halt stops delivery now and waits for run to return.
+func (o *outbox) halt() {
+	o.mu.Lock()
+	select {
+	case <-o.stop:
+	default:
+		close(o.stop)
+	}
+	o.mu.Unlock()
+	<-o.done
+}
+
+func (o *outbox) run() {
+	defer close(o.done)
+	for {
+		o.mu.Lock()
+		var it *outItem
+		if len(o.items) > 0 {
+			it = o.items[0]
+		}
+		closing := o.closing
+		o.mu.Unlock()
+		if it == nil {
+			if closing {
+				return
+			}
+			select {
+			case <-o.wake:
+				continue
+			case <-o.stop:
+				return
+			}
+		}
+		if it.key != "" {
+			// Let more of the block arrive and merge into this item.
+			if wait := chatCoalesce - time.Since(it.at); wait > 0 {
+				t := time.NewTimer(wait)
+				select {
+				case <-t.C:
+				case <-o.stop:
+					t.Stop()
+					return
+				}
+			}
+		}
+		o.mu.Lock()
+		o.items = o.items[1:]
+		if it.key != "" {
+			it.data["delta"] = it.delta
+		}
+		o.mu.Unlock()
+		// it is out of the queue (nothing merges into it any more) but
+		// not delivered: it goes before anything else, however long
+		// Neovim stays busy or blocked at a prompt.
+		if !o.deliver(it) {
+			return
+		}
+	}
+}
+
+// Retry backoff while Neovim does not take an event.
+const (
+	chatRetryFirst = 100 * time.Millisecond
+	chatRetryMax   = 500 * time.Millisecond
+)
+
+// deliver emits it until Neovim takes it, the error is permanent (the Lua
+// side failed on this very payload: logged and skipped), or the outbox
+// stops (false).
+func (o *outbox) deliver(it *outItem) bool {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-o.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	wait := chatRetryFirst
+	for attempt := 1; ; attempt++ {
+		ectx, ecancel := context.WithTimeout(ctx, chatEmitTimeout)
+		err := o.emit(ectx, it.name, it.data)
+		ecancel()
+		if err == nil {
+			return true
+		}
+		select {
+		case <-o.stop:
+			return false
+		default:
+		}
+		if chatEmitPermanent(err) {
+			o.log("chat event REJECTED by the Lua side and skipped (a bug: please report it)",
+				"event", it.name, "err", err)
+			return true
+		}
+		if attempt == 1 || attempt%50 == 0 {
+			o.log("chat event not delivered yet; retrying", "event", it.name, "attempt", attempt, "err", err)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-o.stop:
+			t.Stop()
+			return false
+		}
+		if wait *= 2; wait > chatRetryMax {
+			wait = chatRetryMax
+		}
+	}
+}
+
+// chatEmitPermanent reports whether a failed delivery must not be retried:
+// the Lua side ran and raised an error for this payload. Timeouts, a
+// Neovim blocked at a prompt, a call that expired before Neovim reached
+// it, are all retried.
+func chatEmitPermanent(err error) bool {
+	var le *nvimbridge.LuaError
+	if !errors.As(err, &le) {
+		return false
+	}
+	return !strings.HasPrefix(le.Message, "expired")
+}

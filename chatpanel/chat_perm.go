@@ -1,0 +1,500 @@
+package chatpanel
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/nvim-claude/nvim-claude/chat"
+)
+
+// chatPerm is one open can_use_tool request of a chat.
+type chatPerm struct {
+	req  chat.PermissionRequestEvent
+	kind string // edit, bash, plan, question, other
+
+	// diff-backed edits
+	diff     bool
+	path     string
+	tabName  string
+	current  string // the file's text when the proposal was made
+	proposal string
+	cancel   context.CancelFunc // ends the review
+
+	mu      sync.Mutex
+	scope   string // set by chat_permission before it decides the diff
+	denyMsg string
+	byUser  bool
+}
+
+func (p *chatPerm) stop() {
+	if p.cancel != nil {
+		p.cancel()
+	}
+}
+
+// planBlocked reports whether plan mode refuses tool.
+func planBlocked(tool string) bool { return chat.IsEditTool(tool) || tool == "Bash" }
+
+const planModeRefusal = "Plan mode is on: the user has not approved any changes yet, so %s is not allowed. " +
+	"Do not edit files or run commands. Finish researching, then present the plan with ExitPlanMode first; " +
+	"once the user approves it you can make the changes."
+
+func permKind(tool string) string {
+	switch tool {
+	case "Edit", "Write", "MultiEdit", "NotebookEdit":
+		return "edit"
+	case "Bash":
+		return "bash"
+	case "ExitPlanMode":
+		return "plan"
+	case "AskUserQuestion":
+		return "question"
+	}
+	return "other"
+}
+
+func (ch *chatProc) onPermission(e chat.PermissionRequestEvent) {
+	sess := ch.session()
+	ch.mu.Lock()
+	mode := ch.mode
+	ch.mu.Unlock()
+	if mode == "plan" && planBlocked(e.ToolName) {
+		msg := fmt.Sprintf(planModeRefusal, e.ToolName)
+		if err := sess.Deny(e.RequestID, msg); err != nil {
+			ch.c.app.log.Warn("chat: plan-mode deny", "err", err)
+		}
+		ch.system("warn", "Plan mode: refused "+chat.RelSummary(e.ToolName, e.Input, ch.params.Cwd)+".")
+		ch.push("permission_done", map[string]any{"request_id": e.RequestID, "behavior": "deny", "by": "plan_mode"})
+		return
+	}
+	p := &chatPerm{req: e, kind: permKind(e.ToolName)}
+	data := map[string]any{
+		"request_id": e.RequestID, "tool": e.ToolName, "display_name": e.DisplayName, "kind": p.kind,
+		"summary": chat.RelSummary(e.ToolName, e.Input, ch.params.Cwd), "input": rawOrEmpty(e.Input), "diff": false,
+	}
+	if data["display_name"] == "" {
+		data["display_name"] = e.ToolName
+	}
+	if e.Description != "" {
+		data["description"] = e.Description
+	}
+	if len(e.Suggestions) > 0 {
+		data["suggestions"] = e.Suggestions
+	}
+	var in struct {
+		Plan      string `json:"plan"`
+		Questions []struct {
+			Question    string `json:"question"`
+			Header      string `json:"header"`
+			MultiSelect bool   `json:"multiSelect"`
+			Options     []struct {
+				Label       string `json:"label"`
+				Description string `json:"description"`
+			} `json:"options"`
+		} `json:"questions"`
+	}
+	_ = json.Unmarshal(e.Input, &in)
+	switch p.kind {
+	case "plan":
+		data["plan"] = in.Plan
+	case "question":
+		qs := []map[string]any{}
+		for _, q := range in.Questions {
+			opts := []map[string]any{}
+			for _, o := range q.Options {
+				opts = append(opts, map[string]any{"label": o.Label, "description": o.Description})
+			}
+			qs = append(qs, map[string]any{"question": q.Question, "header": q.Header, "options": opts, "multi_select": q.MultiSelect})
+		}
+		data["questions"] = qs
+	case "edit":
+		ch.prepareDiff(p)
+		data["diff"] = p.diff
+	}
+	ch.mu.Lock()
+	ch.perms[e.RequestID] = p
+	ch.mu.Unlock()
+	ch.push("permission", data)
+	if p.diff {
+		ch.startReview(p)
+	}
+}
+
+// prepareDiff computes an Edit/Write/MultiEdit's proposed file; p.diff
+// tells whether it applies cleanly (and a diff review is possible).
+func (ch *chatProc) prepareDiff(p *chatPerm) {
+	tool := p.req.ToolName
+	if tool == "NotebookEdit" || ch.c.diffs() == nil || ch.c.app.ed == nil {
+		return
+	}
+	path := chat.EditPath(tool, p.req.Input)
+	if path == "" || !filepath.IsAbs(path) {
+		return
+	}
+	cur, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return
+	}
+	proposal, err := chat.ProposedText(tool, p.req.Input, string(cur))
+	if err != nil {
+		return
+	}
+	rel := path
+	if r, err := filepath.Rel(ch.params.Cwd, path); err == nil && !strings.HasPrefix(r, "..") {
+		rel = r
+	}
+	p.diff, p.path, p.current, p.proposal = true, path, string(cur), proposal
+	p.tabName = "[Claude chat] " + rel
+}
+
+func (ch *chatProc) owner() string { return "chat:" + ch.id }
+
+// startReview opens our diff review for p and answers the CLI with the
+// user's decision.
+func (ch *chatProc) startReview(p *chatPerm) {
+	ctx, cancel := context.WithCancel(ch.ctx)
+	p.cancel = cancel
+	d := ch.c.diffs()
+	ch.wg.Add(1)
+	go func() {
+		defer ch.wg.Done()
+		defer cancel()
+		ans, err := d.review(ctx, reviewRequest{owner: ch.owner(), tabName: p.tabName, oldPath: p.path,
+			newPath: p.path, contents: p.proposal})
+		if err != nil {
+			if ctx.Err() == nil {
+				ch.system("warn", "Could not open the diff for "+p.path+": "+err.Error()+"; answer in the chat.")
+				p.mu.Lock()
+				p.diff = false
+				p.mu.Unlock()
+			}
+			return
+		}
+		p.mu.Lock()
+		by := "diff"
+		if p.byUser {
+			by = "user"
+		}
+		scope, msg := p.scope, p.denyMsg
+		p.mu.Unlock()
+		if ans.text == answerFileSaved {
+			if err := ch.allowEdit(p, ans.contents, scope, by); err != nil {
+				ch.system("error", "Answering the CLI failed: "+err.Error())
+			}
+			return
+		}
+		if msg == "" {
+			msg = "The user rejected this change to " + p.path + " in the diff review."
+		}
+		ch.finish(p, "deny", by, func(s *chat.Session) error { return s.Deny(p.req.RequestID, msg) })
+	}()
+}
+
+// take removes the open request; nil if it is not open (answered,
+// cancelled).
+func (ch *chatProc) take(requestID string) *chatPerm {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	p := ch.perms[requestID]
+	delete(ch.perms, requestID)
+	return p
+}
+
+// finish answers the CLI once and reports permission_done.
+func (ch *chatProc) finish(p *chatPerm, behavior, by string, answer func(*chat.Session) error) error {
+	if ch.take(p.req.RequestID) == nil {
+		return fmt.Errorf("permission request %s is no longer open", p.req.RequestID)
+	}
+	if err := answer(ch.session()); err != nil {
+		return err
+	}
+	ch.push("permission_done", map[string]any{"request_id": p.req.RequestID, "behavior": behavior, "by": by})
+	return nil
+}
+
+// allowEdit allows an edit with the text the user accepted; an accepted
+// text other than the proposal becomes the tool's input, and the model
+// hears about it with the next message.
+func (ch *chatProc) allowEdit(p *chatPerm, accepted, scope, by string) error {
+	if refused, err := ch.refuseInPlan(p); refused {
+		return err
+	}
+	input := p.req.Input
+	edited := accepted != p.proposal
+	if edited {
+		cur, err := os.ReadFile(p.path)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("read %s: %w", p.path, err)
+		}
+		in, err := chat.EditedInput(p.req.ToolName, p.req.Input, string(cur), accepted)
+		if err != nil {
+			return err
+		}
+		input = in
+	}
+	perms, err := scopePerms(p.req, scope)
+	if err != nil {
+		return err
+	}
+	ch.checkpoint(p.path)
+	if err := ch.finish(p, "allow", by, func(s *chat.Session) error { return s.Allow(p.req.RequestID, input, perms) }); err != nil {
+		return err
+	}
+	if edited {
+		note := editedNote(p.path, p.proposal, accepted)
+		ch.mu.Lock()
+		if ch.note != "" {
+			ch.note += "\n\n"
+		}
+		ch.note += note
+		ch.mu.Unlock()
+	}
+	return nil
+}
+
+// refuseInPlan denies p with the plan-mode refusal when plan mode is on
+// now and refuses its tool: the user may have switched to plan while the
+// prompt or its diff was open, and an allow must then not write.
+func (ch *chatProc) refuseInPlan(p *chatPerm) (bool, error) {
+	if !planBlocked(p.req.ToolName) {
+		return false, nil
+	}
+	ch.mu.Lock()
+	mode := ch.mode
+	ch.mu.Unlock()
+	if mode != "plan" {
+		return false, nil
+	}
+	msg := fmt.Sprintf(planModeRefusal, p.req.ToolName)
+	err := ch.finish(p, "deny", "plan_mode", func(s *chat.Session) error { return s.Deny(p.req.RequestID, msg) })
+	if err == nil {
+		ch.system("warn", "Plan mode: refused "+chat.RelSummary(p.req.ToolName, p.req.Input, ch.params.Cwd)+".")
+	}
+	return true, err
+}
+
+func scopePerms(req chat.PermissionRequestEvent, scope string) ([]chat.PermissionUpdate, error) {
+	if scope == "" || scope == "once" {
+		return nil, nil
+	}
+	return chat.AlwaysAllow(req.ToolName, req.Input, req.Suggestions, scope)
+}
+
+// permParams are chat_permission's parameters.
+type permParams struct {
+	RequestID      string            `json:"request_id"`
+	Behavior       string            `json:"behavior"`
+	Scope          string            `json:"scope"`
+	Message        string            `json:"message"`
+	Answers        map[string]string `json:"answers"`
+	AcceptPlanMode string            `json:"accept_plan_mode"`
+}
+
+func (ch *chatProc) handlePermission(ctx context.Context, raw json.RawMessage) (any, error) {
+	var a permParams
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return nil, fmt.Errorf("chat_permission: bad parameters: %w", err)
+	}
+	if a.Behavior != "allow" && a.Behavior != "deny" {
+		return nil, fmt.Errorf("chat_permission: behavior must be allow or deny, got %q", a.Behavior)
+	}
+	if a.Behavior == "allow" {
+		if _, err := scopePerms(chat.PermissionRequestEvent{}, a.Scope); err != nil {
+			return nil, fmt.Errorf("chat_permission: %w", err)
+		}
+	}
+	ch.mu.Lock()
+	p := ch.perms[a.RequestID]
+	ch.mu.Unlock()
+	if p == nil {
+		return nil, fmt.Errorf("chat_permission: request %s is not open (answered or withdrawn)", a.RequestID)
+	}
+	p.mu.Lock()
+	diff := p.diff
+	p.mu.Unlock()
+	if diff {
+		return ch.decideDiff(ctx, p, a)
+	}
+	var err error
+	switch {
+	case a.Behavior == "deny":
+		msg := a.Message
+		if msg == "" {
+			msg = "The user denied this " + p.req.ToolName + " call."
+		}
+		if p.kind == "plan" && a.Message != "" {
+			msg = "The user wants changes to the plan before approving it:\n" + a.Message
+		}
+		err = ch.finish(p, "deny", "user", func(s *chat.Session) error { return s.Deny(p.req.RequestID, msg) })
+	case p.kind == "plan":
+		var perms []chat.PermissionUpdate
+		newMode := "default"
+		if a.AcceptPlanMode == "acceptEdits" {
+			perms = []chat.PermissionUpdate{{Type: "setMode", Mode: "acceptEdits", Destination: "session"}}
+			newMode = "acceptEdits"
+		}
+		err = ch.finish(p, "allow", "user", func(s *chat.Session) error { return s.Allow(p.req.RequestID, rawOrEmpty(p.req.Input), perms) })
+		if err == nil {
+			ch.mu.Lock()
+			ch.mode = newMode
+			ch.mu.Unlock()
+			ch.pushStatus()
+		}
+	case p.kind == "question":
+		var m map[string]any
+		if json.Unmarshal(p.req.Input, &m) != nil || m == nil {
+			m = map[string]any{}
+		}
+		m["answers"] = a.Answers
+		in, _ := json.Marshal(m)
+		err = ch.finish(p, "allow", "user", func(s *chat.Session) error { return s.Allow(p.req.RequestID, in, nil) })
+	default:
+		if refused, rerr := ch.refuseInPlan(p); refused {
+			err = rerr
+			break
+		}
+		perms, perr := scopePerms(p.req, a.Scope)
+		if perr != nil {
+			return nil, fmt.Errorf("chat_permission: %w", perr)
+		}
+		if path := chat.EditPath(p.req.ToolName, p.req.Input); path != "" {
+			ch.checkpoint(path)
+		}
+		err = ch.finish(p, "allow", "user", func(s *chat.Session) error { return s.Allow(p.req.RequestID, rawOrEmpty(p.req.Input), perms) })
+	}
+	if err != nil {
+		return nil, fmt.Errorf("chat_permission: %w", err)
+	}
+	return map[string]any{}, nil
+}
+
+// decideDiff answers a diff-backed request from the chat: allow accepts
+// the diff with the proposal buffer as it now reads; deny rejects it. The
+// review goroutine then answers the CLI.
+func (ch *chatProc) decideDiff(ctx context.Context, p *chatPerm, a permParams) (any, error) {
+	ans := diffAnswer{text: answerRejected}
+	if a.Behavior == "allow" {
+		text := p.proposal
+		if ce, ok := ch.c.app.ed.(chatEditor); ok {
+			t, found, err := ce.ChatProposalText(ctx, p.tabName)
+			if err != nil {
+				return nil, fmt.Errorf("chat_permission: read the proposal: %w", err)
+			}
+			if found {
+				text = t
+			}
+		}
+		ans = diffAnswer{text: answerFileSaved, contents: text}
+	}
+	p.mu.Lock()
+	p.scope, p.denyMsg, p.byUser = a.Scope, a.Message, true
+	p.mu.Unlock()
+	if !ch.c.diffs().decideOwned(ctx, ch.owner(), p.tabName, ans) {
+		return nil, fmt.Errorf("chat_permission: the diff for %s is no longer open", p.path)
+	}
+	return map[string]any{}, nil
+}
+
+func (ch *chatProc) onPermissionCancel(e chat.PermissionCancelEvent) {
+	p := ch.take(e.RequestID)
+	if p == nil {
+		return
+	}
+	p.stop()
+	ch.push("permission_done", map[string]any{"request_id": e.RequestID, "behavior": "deny", "by": "cli_cancelled"})
+}
+
+// editedNote tells the model that the user changed its proposal before
+// accepting it (the CLI does not: STREAM-JSON.md §10.4).
+func editedNote(path, proposal, accepted string) string {
+	return "Note: I edited your proposed change to " + path + " before accepting it, so the file does not hold " +
+		"exactly what you proposed. It now holds my version. Changes from your proposal to what was written:\n" +
+		"```diff\n" + unifiedDiff(proposal, accepted, 60) + "```\n" +
+		"Work from the file as it is now (re-read it before editing it again)."
+}
+
+// unifiedDiff is a short line diff of a → b with one line of context,
+// cut after max lines.
+func unifiedDiff(a, b string, max int) string {
+	al, bl := splitLines(a), splitLines(b)
+	if len(al)*len(bl) > 4_000_000 {
+		return "(the file is too large for a diff here)\n"
+	}
+	// LCS table.
+	n, m := len(al), len(bl)
+	lcs := make([][]int32, n+1)
+	for i := range lcs {
+		lcs[i] = make([]int32, m+1)
+	}
+	for i := n - 1; i >= 0; i-- {
+		for j := m - 1; j >= 0; j-- {
+			if al[i] == bl[j] {
+				lcs[i][j] = lcs[i+1][j+1] + 1
+			} else {
+				lcs[i][j] = max32(lcs[i+1][j], lcs[i][j+1])
+			}
+		}
+	}
+	type op struct {
+		k    byte
+		text string
+	}
+	var ops []op
+	i, j := 0, 0
+	for i < n || j < m {
+		switch {
+		case i < n && j < m && al[i] == bl[j]:
+			ops = append(ops, op{' ', al[i]})
+			i, j = i+1, j+1
+		case i < n && (j == m || lcs[i+1][j] >= lcs[i][j+1]):
+			ops = append(ops, op{'-', al[i]})
+			i++
+		default:
+			ops = append(ops, op{'+', bl[j]})
+			j++
+		}
+	}
+	var sb strings.Builder
+	lines := 0
+	gap := false
+	for k, o := range ops {
+		near := o.k != ' ' || (k > 0 && ops[k-1].k != ' ') || (k+1 < len(ops) && ops[k+1].k != ' ')
+		if !near {
+			gap = true
+			continue
+		}
+		if gap && lines > 0 {
+			sb.WriteString("@@\n")
+		}
+		gap = false
+		if lines >= max {
+			sb.WriteString("… (more changes)\n")
+			break
+		}
+		sb.WriteByte(o.k)
+		sb.WriteString(o.text)
+		sb.WriteByte('\n')
+		lines++
+	}
+	return sb.String()
+}
+
+func max32(a, b int32) int32 {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+func splitLines(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+}

@@ -1,0 +1,277 @@
+package edtools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/nvim-claude/nvim-claude/edtools/discovery"
+	"github.com/nvim-claude/nvim-claude/mcp"
+	"github.com/nvim-claude/nvim-claude/nvimbridge"
+)
+
+// The editor tools (issue 9): a second MCP server, named "nvim", through
+// which the model asks what Neovim knows — its language servers,
+// tree-sitter, its buffers. The CLI shows the model only getDiagnostics and
+// executeCode of the IDE server's tools (PROTOCOL.md §4); tools of an MCP
+// server registered with --mcp-config reach it as mcp__nvim__<tool>.
+//
+// Transport: the CLI runs `nvim-claude mcp` (cmd/nvim-claude/mcp.go), which
+// speaks the MCP stdio transport and relays every byte to this host over a
+// unix socket in a private directory (0700; socket 0600). The relay finds
+// the socket in NVIM_CLAUDE_MCP_SOCKET, which only the CLI :ClaudeStart
+// launches gets, and the per-session token in the 0600 discovery file next
+// to the socket: neither the CLI's argv (the --mcp-config JSON names the
+// command only) nor its environment carries a secret (PROTOCOL.md §1). A CLI
+// started elsewhere (`claude mcp add nvim -- <bin> mcp`) finds the socket
+// through the discovery file next to it, chosen by working directory like
+// the IDE lock file (edtools_unix.go).
+
+// edtoolsEditor is what the editor tools need from Neovim.
+type edtoolsEditor interface {
+	LSP(ctx context.Context, q nvimbridge.LSPQuery) (nvimbridge.LSPResult, error)
+	TreesitterNode(ctx context.Context, file, rel string, line, col int) (nvimbridge.TSNode, error)
+	LSPBuffers(ctx context.Context) ([]nvimbridge.LSPBuffer, error)
+	OpenFileAt(ctx context.Context, file, rel string, line, col int) (nvimbridge.OpenedAt, error)
+	LSPApplyFiles(ctx context.Context, files []nvimbridge.LSPFileEdit) (nvimbridge.LSPApplied, error)
+}
+
+// Environment variables of the relay.
+const (
+	// EnvMCPSocket names the host's editor-tools socket.
+	EnvMCPSocket = discovery.EnvSocket
+	// EnvMCPToken may carry the socket's token for a hand-made setup; the
+	// relay otherwise reads it from the discovery file next to the socket.
+	EnvMCPToken = discovery.EnvToken
+	// MCPServerName is the name the CLI knows the server by: its tools are
+	// mcp__nvim__<tool>.
+	MCPServerName = "nvim"
+)
+
+const edtoolsInstructions = "Tools of the Neovim the user is editing in: its language servers " +
+	"(definition, references, implementations, type_definition, hover, document_symbols, workspace_symbols, " +
+	"call_hierarchy, rename_preview, code_actions; apply_code_action applies one after the user's review), tree-sitter (treesitter_node) and its buffers (open_buffers, " +
+	"open_file_at shows a file to the user). Prefer them to grep for questions about code: they know the types. " +
+	"Positions are 1-based; give {file, symbol} when you do not know the column."
+
+// edtools is the editor tools component.
+type edtools struct {
+	app *App
+
+	mu      sync.Mutex
+	enabled bool
+	allow   map[string]bool // nil: every tool
+	srv     *mcp.StreamServer
+	sock    string // socket path, "" when not listening
+	disc    string // discovery file path
+	cancel  context.CancelFunc
+	done    chan struct{}
+	seq     atomic.Uint64 // names apply_code_action's diffs apart
+}
+
+func newEdtools(a *App) *edtools {
+	return &edtools{app: a, enabled: true}
+}
+
+func (e *edtools) name() string { return "edtools" }
+
+func (e *edtools) luaRequests() map[string]func(context.Context, json.RawMessage) (any, error) {
+	return map[string]func(context.Context, json.RawMessage) (any, error){
+		"edtools": e.handleConfig,
+	}
+}
+
+func (e *edtools) luaNotifications() map[string]func(json.RawMessage) { return nil }
+
+// edtoolsConfig is setup{editor_tools = …} as Lua sends it.
+type edtoolsConfig struct {
+	Enable *bool     `json:"enable"`
+	Allow  *[]string `json:"allow"`
+}
+
+// EdtoolsInfo is what Lua needs to register the server with a CLI.
+type EdtoolsInfo struct {
+	Enabled bool     `json:"enabled"`
+	Socket  string   `json:"socket,omitempty"`
+	Tools   []string `json:"tools"`
+	// MCPConfig is the --mcp-config JSON (no secret in it).
+	MCPConfig string `json:"mcp_config,omitempty"`
+	// AddCommand is the `claude mcp add` command for a CLI run elsewhere.
+	AddCommand string `json:"add_command,omitempty"`
+	// Unknown lists allow entries that name no tool.
+	Unknown []string `json:"unknown,omitempty"`
+}
+
+// handleConfig applies the options and returns how to reach the server. It
+// starts the listener when the IDE server runs and the tools are enabled.
+func (e *edtools) handleConfig(_ context.Context, raw json.RawMessage) (any, error) {
+	var c edtoolsConfig
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &c); err != nil {
+			return nil, fmt.Errorf("edtools: bad parameters: %w", err)
+		}
+	}
+	known := map[string]bool{}
+	for _, t := range e.allTools() {
+		known[t.Name] = true
+	}
+	var unknown []string
+	e.mu.Lock()
+	if c.Enable != nil {
+		e.enabled = *c.Enable
+	}
+	e.allow = nil
+	if c.Allow != nil {
+		e.allow = map[string]bool{}
+		for _, n := range *c.Allow {
+			e.allow[n] = true
+			if !known[n] {
+				unknown = append(unknown, n)
+			}
+		}
+	}
+	enabled := e.enabled
+	e.mu.Unlock()
+	var err error
+	if !enabled {
+		e.stop()
+	} else if e.app.server() != nil || e.listening() {
+		err = e.start()
+	}
+	info := e.info()
+	info.Unknown = unknown
+	return info, err
+}
+
+func (e *edtools) listening() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.srv != nil
+}
+
+func (e *edtools) info() EdtoolsInfo {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	info := EdtoolsInfo{Enabled: e.enabled && e.srv != nil, Tools: []string{}}
+	if !info.Enabled {
+		return info
+	}
+	info.Socket = e.sock
+	info.Tools = e.srv.ToolNames()
+	bin := relayCommand()
+	cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		MCPServerName: map[string]any{"type": "stdio", "command": bin, "args": []string{"mcp"}},
+	}})
+	info.MCPConfig = string(cfg)
+	info.AddCommand = fmt.Sprintf("claude mcp add %s -- %s mcp", MCPServerName, shellQuote(bin))
+	return info
+}
+
+// relayCommand is this binary: the relay is its `mcp` subcommand.
+func relayCommand() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return "nvim-claude"
+	}
+	if r, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = r
+	}
+	return exe
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:@+") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// serverStarted does not start the listener: App holds its lock while it
+// calls observers, and the listener needs the workspace and pid from App.
+// Lua's terminal.attach(), run right after every start, sends the options
+// ("edtools" request), and that starts it.
+func (e *edtools) serverStarted() {}
+
+func (e *edtools) serverStopped() { e.stop() }
+
+func (e *edtools) close() { e.stop() }
+
+// edTools lists the enabled tools, filtered by allow (not "tools": the
+// component is no toolProvider of the IDE server).
+func (e *edtools) edTools() []mcp.Tool {
+	e.mu.Lock()
+	allow := e.allow
+	e.mu.Unlock()
+	var out []mcp.Tool
+	for _, t := range e.allTools() {
+		if allow == nil || allow[t.Name] {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// start listens on a fresh socket, or refreshes the tool set when the
+// server is already listening.
+func (e *edtools) start() error {
+	tools := e.edTools()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.srv != nil {
+		return e.srv.SetTools(tools)
+	}
+	srv := mcp.NewStreamServer(mcp.StreamConfig{
+		ServerName:    "nvim-claude-editor",
+		ServerVersion: Version,
+		Instructions:  edtoolsInstructions,
+		Logger:        e.app.log.With("component", "edtools"),
+	})
+	if err := srv.SetTools(tools); err != nil {
+		return fmt.Errorf("editor tools: %w", err)
+	}
+	pid := e.nvimPID()
+	ln, sock, disc, err := discovery.Listen(pid, discovery.Discovery{Token: srv.Token(), Workspace: e.app.workspaceDir(), PID: pid, HostPID: os.Getpid()})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ctx, ln); err != nil {
+			e.app.log.Error("editor tools: serve", "err", err)
+		}
+	}()
+	e.srv, e.sock, e.disc, e.cancel, e.done = srv, sock, disc, cancel, done
+	e.app.log.Info("editor tools listening", "socket", sock, "tools", len(tools))
+	return nil
+}
+
+// stop closes the socket and its connections and removes its files.
+func (e *edtools) stop() {
+	e.mu.Lock()
+	cancel, done, sock, disc := e.cancel, e.done, e.sock, e.disc
+	e.srv, e.sock, e.disc, e.cancel, e.done = nil, "", "", nil, nil
+	e.mu.Unlock()
+	if cancel == nil {
+		return
+	}
+	cancel()
+	<-done
+	_ = os.Remove(sock)
+	_ = os.Remove(disc)
+}
+
+func (e *edtools) nvimPID() int {
+	e.app.mu.Lock()
+	defer e.app.mu.Unlock()
+	if e.app.params.PID > 0 {
+		return e.app.params.PID
+	}
+	return os.Getpid()
+}

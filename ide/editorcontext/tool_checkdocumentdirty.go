@@ -1,0 +1,53 @@
+package editorcontext
+
+import (
+	"context"
+
+	"github.com/nvim-claude/nvim-claude/mcp"
+	"github.com/nvim-claude/nvim-claude/workspace"
+)
+
+// checkDocumentDirty {filePath} → JSON {success:true, filePath, isDirty,
+// isUntitled} or {success:false, message:"Document not open: <path>"}
+// (PROTOCOL.md §6). A document is open when a loaded or listed buffer holds
+// the file (found by name, or by the file a symlinked name resolves to).
+// Neovim's unnamed buffers have no path to ask about, so isUntitled is
+// always false.
+
+func (c *editorContext) checkDocumentDirtyTool() mcp.Tool {
+	return mcp.Tool{
+		Name:        "checkDocumentDirty",
+		Description: "Check if a document has unsaved changes (is dirty)",
+		InputSchema: filePathSchema("Path to the file to check"),
+		Handler: func(ctx context.Context, req *mcp.ToolRequest) (*mcp.ToolResult, error) {
+			path, err := c.filePathArg(ctx, req, workspace.Show)
+			if refused(err) {
+				return mcp.JSONResult(failure{Message: err.Error()})
+			}
+			if err != nil {
+				return nil, err
+			}
+			ectx, cancel := editorCtx(ctx)
+			defer cancel()
+			doc, err := c.app.ed.Document(ectx, path)
+			if err != nil {
+				return nil, editorError("checkDocumentDirty", err)
+			}
+			if !doc.Open {
+				return mcp.JSONResult(failure{Message: "Document not open: " + path})
+			}
+			return mcp.JSONResult(struct {
+				Success    bool   `json:"success"`
+				FilePath   string `json:"filePath"`
+				IsDirty    bool   `json:"isDirty"`
+				IsUntitled bool   `json:"isUntitled"`
+			}{true, path, doc.Modified, false})
+		},
+	}
+}
+
+// failure is the {success:false, message} answer of the VS Code tools.
+type failure struct {
+	Success bool   `json:"success"`
+	Message string `json:"message"`
+}

@@ -1,0 +1,63 @@
+package editorcontext
+
+import (
+	"context"
+
+	"github.com/nvim-claude/nvim-claude/mcp"
+	"github.com/nvim-claude/nvim-claude/nvimbridge"
+	"github.com/nvim-claude/nvim-claude/workspace"
+)
+
+// saveDocument {filePath} → JSON {success:true, filePath, saved:true,
+// message:"Document saved successfully"} (PROTOCOL.md §6). A buffer without
+// unsaved changes is not written again. Failures are isError results with
+// {success:false, filePath, saved:false, message}: the document is not open,
+// it is read-only, :write failed (with Neovim's error), or the file changed
+// on disk since the buffer read it — then nothing is written and the user
+// is told, rather than the change on disk being overwritten.
+
+func (c *editorContext) saveDocumentTool() mcp.Tool {
+	return mcp.Tool{
+		Name:        "saveDocument",
+		Description: "Save a document with unsaved changes",
+		InputSchema: filePathSchema("Path to the file to save"),
+		Handler: func(ctx context.Context, req *mcp.ToolRequest) (*mcp.ToolResult, error) {
+			path, err := c.filePathArg(ctx, req, workspace.Show)
+			if refused(err) {
+				return mcp.JSONResult(failure{Message: err.Error()})
+			}
+			if err != nil {
+				return nil, err
+			}
+			ectx, cancel := editorCtx(ctx)
+			defer cancel()
+			res, err := c.app.ed.SaveDocument(ectx, path)
+			if err != nil {
+				return nil, editorError("saveDocument", err)
+			}
+			type answer struct {
+				Success  bool   `json:"success"`
+				FilePath string `json:"filePath"`
+				Saved    bool   `json:"saved"`
+				Message  string `json:"message"`
+			}
+			if res.OK {
+				msg := "Document saved successfully"
+				if res.Unchanged {
+					msg = "Document saved successfully (it had no unsaved changes)"
+				}
+				return mcp.JSONResult(answer{true, path, true, msg})
+			}
+			msg := res.Message
+			if res.Reason == nvimbridge.ReasonNotOpen {
+				msg = "Document not open: " + path
+			}
+			out, err := mcp.JSONResult(answer{false, path, false, msg})
+			if err != nil {
+				return nil, err
+			}
+			out.IsError = true
+			return out, nil
+		},
+	}
+}

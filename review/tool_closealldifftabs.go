@@ -1,0 +1,29 @@
+package review
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/nvim-claude/nvim-claude/mcp"
+)
+
+func (c *diffs) closeAllDiffTabsTool() mcp.Tool {
+	return mcp.Tool{
+		Name: "closeAllDiffTabs",
+		Description: "Close every diff this client opened with openDiff (never the user's own diff windows). " +
+			"Answers CLOSED_<n>_DIFF_TABS.",
+		Handler: c.closeAllDiffTabs,
+	}
+}
+
+// closeAllDiffTabs closes the caller's diffs. The CLI calls it at the start
+// of every turn; a diff it still had pending then was abandoned, and gets a
+// "no". Diffs of other connected CLIs are theirs to close.
+func (c *diffs) closeAllDiffTabs(ctx context.Context, req *mcp.ToolRequest) (*mcp.ToolResult, error) {
+	closing := c.take(func(s *diffSession) bool { return s.client == req.Client.ID })
+	for _, s := range closing {
+		s.resolve(diffAnswer{text: answerRejected})
+	}
+	n := c.closeWindows(ctx, closing)
+	return mcp.TextResult(fmt.Sprintf("CLOSED_%d_DIFF_TABS", n)), nil
+}
