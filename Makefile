@@ -16,11 +16,11 @@ export CACHE_DIR CLAUDE_VERSION
 export NVIM_DIST ?= $(CACHE_DIR)/nvim
 
 BIN := bin/nvim-claude
-GO_SOURCES := $(shell find cmd mcp nvimbridge plugin workspace chat edtools -name '*.go' -o -name '*.lua' 2>/dev/null) go.mod go.sum
+GO_SOURCES := $(shell find cmd app ide review kernel chatpanel mcp nvimbridge plugin workspace chat edtools -name '*.go' -o -name '*.lua' 2>/dev/null) go.mod go.sum
 
 # Packages whose tests start Neovim: run once per Neovim line. The rest run once.
-NVIM_PKGS := ./nvimbridge/... ./plugin/... ./cmd/... ./internal/e2e/... ./internal/soak/...
-PURE_PKGS := ./mcp/... ./chat/... ./workspace/... ./edtools/... ./internal/fakeapi/... ./internal/clienv/... ./internal/bench/...
+NVIM_PKGS := ./nvimbridge/... ./app/... ./ide/... ./review/... ./kernel/... ./edtools/... ./chatpanel/... ./cmd/... ./internal/e2e/... ./internal/soak/...
+PURE_PKGS := ./mcp/... ./chat/... ./workspace/... ./internal/archtest/... ./internal/fakeapi/... ./internal/clienv/... ./internal/bench/...
 
 .PHONY: all build run test test-deps test-latest vet bench soak fuzz clean
 
@@ -53,7 +53,7 @@ test-deps:
 
 vet:
 	$(GO) vet ./...
-	@out=$$(gofmt -l cmd mcp nvimbridge plugin internal chat workspace edtools); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
+	@out=$$(gofmt -l cmd app ide review kernel chatpanel mcp nvimbridge internal chat workspace edtools); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
 
 # About 10 minutes on 2 cores once the downloads are cached; it prints a
 # line per package as it finishes and a summary table at the end.
@@ -94,7 +94,7 @@ fuzz: test-deps
 	@set -e; for t in FuzzDecodeMessage FuzzSplitObject FuzzAppendString FuzzCallTool FuzzConnection FuzzHandshake; do echo "=== $$t"; \
 	  $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./mcp/; done
 	@echo "=== FuzzToolArguments"; NVIM_BIN=$$(scripts/get-nvim 0.12) \
-	  $(GO) test -run '^$$' -fuzz '^FuzzToolArguments$$' -fuzztime $(FUZZTIME) ./plugin/
+	  $(GO) test -run '^$$' -fuzz '^FuzzToolArguments$$' -fuzztime $(FUZZTIME) ./app/
 
 clean:
 	rm -rf bin doc/tags

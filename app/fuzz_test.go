@@ -21,7 +21,9 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/nvim-claude/nvim-claude/app/core"
 	"github.com/nvim-claude/nvim-claude/internal/soak/toolargs"
+	"github.com/nvim-claude/nvim-claude/internal/testkit"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 	"github.com/nvim-claude/nvim-claude/nvimbridge/nvimtest"
@@ -41,7 +43,7 @@ var relBlocking = map[string]bool{"openDiff": true, "executeCode": true}
 // attached), with one WebSocket client that talks like the CLI.
 type relHarness struct {
 	*nvimtest.Nvim
-	app    *App
+	app    *core.App
 	fx     toolargs.Fixture
 	ws     *websocket.Conn
 	frames chan []byte
@@ -88,8 +90,8 @@ vim.cmd("edit a.txt")`
 	}
 	tb.Cleanup(func() { _ = app.Close() })
 	var res struct {
-		St  Status `json:"st"`
-		Err string `json:"err"`
+		St  core.Status `json:"st"`
+		Err string      `json:"err"`
 	}
 	n.Eval(tb, `local s = require("claude.server")
 s.state().chan = ...
@@ -111,7 +113,7 @@ return { st = st or vim.NIL, err = err or vim.NIL }`, &res, n.ChannelID())
 func (h *relHarness) connect(tb testing.TB, port int) {
 	tb.Helper()
 	hdr := http.Header{}
-	hdr.Set(mcp.AuthHeader, h.app.server().Token())
+	hdr.Set(mcp.AuthHeader, h.app.Server().Token())
 	d := websocket.Dialer{Subprotocols: []string{"mcp"}, HandshakeTimeout: 10 * nvimtest.Slack * time.Second}
 	ws, _, err := d.Dial(fmt.Sprintf("ws://127.0.0.1:%d/", port), hdr)
 	if err != nil {
@@ -133,7 +135,7 @@ func (h *relHarness) connect(tb testing.TB, port int) {
 		tb.Fatalf("initialize: %+v", r)
 	}
 	h.send(tb, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	h.send(tb, cliIDEConnected(os.Getpid()))
+	h.send(tb, testkit.CLIIDEConnected(os.Getpid()))
 }
 
 func (h *relHarness) send(tb testing.TB, frame string) {
@@ -429,13 +431,8 @@ func TestToolsRejectBadArguments(t *testing.T) {
 
 // relTools are the App's tools, sorted by name, as the fuzz target indexes
 // them.
-func relTools(a *App) []mcp.Tool {
-	var out []mcp.Tool
-	for _, c := range a.components {
-		if p, ok := c.(toolProvider); ok {
-			out = append(out, p.tools()...)
-		}
-	}
+func relTools(a *core.App) []mcp.Tool {
+	out := a.Tools()
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -15,14 +16,38 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+	"github.com/nvim-claude/nvim-claude/app/host"
 	"github.com/nvim-claude/nvim-claude/chat"
 )
 
-// chatEditor is what the chat panel needs from Neovim beyond Editor: the
-// text of a pending diff proposal, to accept it from the chat prompt with
-// the user's edits. An Editor without it accepts the original proposal.
-type chatEditor interface {
+// Editor is what the chat panel needs from Neovim: events delivered to
+// require("claude.chat") in order, and the text of a pending diff
+// proposal, to accept it from the chat prompt with the user's edits.
+type Editor interface {
+	Emit(ctx context.Context, event string, data any) error
 	ChatProposalText(ctx context.Context, tabName string) (text string, ok bool, err error)
+}
+
+// Reviewer is the diff review the chat's edit permissions open
+// (review.Reviews).
+type Reviewer interface {
+	// Review shows a proposal and waits for the user's verdict.
+	Review(ctx context.Context, r host.ReviewRequest) (host.Verdict, error)
+	// DecideOwned ends owner's pending diff named tabName as if the user
+	// had decided in Neovim; false when none was pending.
+	DecideOwned(ctx context.Context, owner, tabName string, v host.Verdict) bool
+}
+
+// EditorTools is the `nvim` MCP server a chat's CLI may be given
+// (edtools.Tools): its --mcp-config JSON and socket, when it runs.
+type EditorTools interface {
+	Relay() (mcpConfig, socket string, ok bool)
+}
+
+// Peers are what the chat panel uses of other features, wired by app.
+type Peers struct {
+	Review Reviewer
+	Tools  EditorTools
 }
 
 // chatOpenTimeout bounds a chat's startup (process + initialize);
@@ -32,11 +57,14 @@ const (
 	chatRequestTimeout = 30 * time.Second
 )
 
-// chats is the component for the native chat panel (issue 10): one Claude
+// Panel is the feature for the native chat panel (issue 10): one Claude
 // CLI in stream-json mode per chat, its events delivered to
 // require("claude.chat") in order.
-type chats struct {
-	app *App
+type Panel struct {
+	h     host.Host
+	ed    Editor
+	log   *slog.Logger
+	peers Peers
 
 	mu     sync.Mutex
 	seq    int
@@ -45,12 +73,22 @@ type chats struct {
 	wg     sync.WaitGroup // chat_close goroutines
 }
 
-func newChats(a *App) *chats { return &chats{app: a, byID: map[string]*chatProc{}} }
+// New makes the chat panel; a chat starts with chat_open. ed may be nil
+// (tests): events then go nowhere.
+func New(h host.Host, ed Editor, peers Peers) *Panel {
+	return &Panel{h: h, ed: ed, log: h.Logger().With("feature", "chat"), peers: peers, byID: map[string]*chatProc{}}
+}
 
-func (c *chats) name() string { return "chat" }
+// Name names the feature.
+func (c *Panel) Name() string { return "chat" }
 
-func (c *chats) luaRequests() map[string]func(context.Context, json.RawMessage) (any, error) {
-	return map[string]func(context.Context, json.RawMessage) (any, error){
+// Hooks are the feature's Lua handlers.
+func (c *Panel) Hooks() host.Hooks {
+	return host.Hooks{LuaRequests: c.luaRequests(), Close: c.close}
+}
+
+func (c *Panel) luaRequests() map[string]host.LuaRequest {
+	return map[string]host.LuaRequest{
 		"chat_open": c.handleOpen,
 		"chat_send": c.withChat(func(ctx context.Context, ch *chatProc, raw json.RawMessage) (any, error) {
 			return ch.handleSend(ctx, raw)
@@ -77,10 +115,8 @@ func (c *chats) luaRequests() map[string]func(context.Context, json.RawMessage) 
 	}
 }
 
-func (c *chats) luaNotifications() map[string]func(json.RawMessage) { return nil }
-
 // get finds a chat by id.
-func (c *chats) get(id string) (*chatProc, error) {
+func (c *Panel) get(id string) (*chatProc, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ch := c.byID[id]
@@ -91,7 +127,7 @@ func (c *chats) get(id string) (*chatProc, error) {
 }
 
 // withChat decodes {id} and hands the chat to h.
-func (c *chats) withChat(h func(context.Context, *chatProc, json.RawMessage) (any, error)) func(context.Context, json.RawMessage) (any, error) {
+func (c *Panel) withChat(h func(context.Context, *chatProc, json.RawMessage) (any, error)) func(context.Context, json.RawMessage) (any, error) {
 	return func(ctx context.Context, raw json.RawMessage) (any, error) {
 		var p struct {
 			ID string `json:"id"`
@@ -109,27 +145,6 @@ func (c *chats) withChat(h func(context.Context, *chatProc, json.RawMessage) (an
 		defer cancel()
 		return h(ctx, ch, raw)
 	}
-}
-
-// diffs finds the diff review component.
-func (c *chats) diffs() *diffs {
-	for _, comp := range c.app.components {
-		if d, ok := comp.(*diffs); ok {
-			return d
-		}
-	}
-	return nil
-}
-
-// editorTools reports how to reach the editor tools' server, if it runs.
-func (c *chats) editorTools() (EdtoolsInfo, bool) {
-	for _, comp := range c.app.components {
-		if e, ok := comp.(*edtools); ok {
-			info := e.info()
-			return info, info.Enabled && info.MCPConfig != ""
-		}
-	}
-	return EdtoolsInfo{}, false
 }
 
 // openParams are chat_open's parameters.
@@ -152,7 +167,7 @@ func chatMode(mode string) bool {
 	return mode == "default" || mode == "acceptEdits" || mode == "plan"
 }
 
-func (c *chats) handleOpen(ctx context.Context, raw json.RawMessage) (any, error) {
+func (c *Panel) handleOpen(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p openParams
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return nil, fmt.Errorf("chat_open: bad parameters: %w", err)
@@ -165,7 +180,7 @@ func (c *chats) handleOpen(ctx context.Context, raw json.RawMessage) (any, error
 }
 
 // open starts a chat's CLI and registers the chat.
-func (c *chats) open(ctx context.Context, p openParams) (*chatProc, error) {
+func (c *Panel) open(ctx context.Context, p openParams) (*chatProc, error) {
 	if p.Cwd == "" || !filepath.IsAbs(p.Cwd) {
 		return nil, fmt.Errorf("cwd must be an absolute path, got %q", p.Cwd)
 	}
@@ -207,11 +222,11 @@ func (c *chats) open(ctx context.Context, p openParams) (*chatProc, error) {
 	}
 	ch.ctx, ch.cancel = context.WithCancel(context.Background())
 	ch.out = newOutbox(func(ctx context.Context, name string, data any) error {
-		if c.app.ed == nil {
+		if c.ed == nil {
 			return nil
 		}
-		return c.app.ed.Emit(ctx, name, data)
-	}, c.app.log.Warn)
+		return c.ed.Emit(ctx, name, data)
+	}, c.log.Warn)
 	model := p.Model
 	if model == "default" {
 		model = "" // the CLI's own default
@@ -222,9 +237,9 @@ func (c *chats) open(ctx context.Context, p openParams) (*chatProc, error) {
 	// stream-json mode, STREAM-JSON.md §8.)
 	var mcpConfig, toolsNote string
 	if p.EditorTools {
-		if info, ok := c.editorTools(); ok {
-			mcpConfig = info.MCPConfig
-			env = append(env, "NVIM_CLAUDE_MCP_SOCKET="+info.Socket)
+		if cfg, sock, ok := c.peers.Tools.Relay(); ok {
+			mcpConfig = cfg
+			env = append(env, "NVIM_CLAUDE_MCP_SOCKET="+sock)
 		} else {
 			toolsNote = "The editor tools (mcp__nvim__*) are not offered to this chat: they are served " +
 				"while the IDE server runs (:ClaudeServe or :ClaudeStart) with editor_tools enabled."
@@ -266,11 +281,11 @@ func (c *chats) open(ctx context.Context, p openParams) (*chatProc, error) {
 	if toolsNote != "" {
 		ch.system("warn", toolsNote)
 	}
-	c.app.log.Info("chat started", "id", id, "cwd", p.Cwd, "resume", p.Resume, "fork", p.Fork, "pid", sess.Init().PID)
+	c.log.Info("chat started", "id", id, "cwd", p.Cwd, "resume", p.Resume, "fork", p.Fork, "pid", sess.Init().PID)
 	return ch, nil
 }
 
-func (c *chats) handleClose(ctx context.Context, raw json.RawMessage) (any, error) {
+func (c *Panel) handleClose(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p struct {
 		ID string `json:"id"`
 	}
@@ -292,7 +307,7 @@ func (c *chats) handleClose(ctx context.Context, raw json.RawMessage) (any, erro
 	return map[string]any{}, nil
 }
 
-func (c *chats) handleList(context.Context, json.RawMessage) (any, error) {
+func (c *Panel) handleList(context.Context, json.RawMessage) (any, error) {
 	c.mu.Lock()
 	list := make([]*chatProc, 0, len(c.byID))
 	for _, ch := range c.byID {
@@ -314,7 +329,7 @@ func (c *chats) handleList(context.Context, json.RawMessage) (any, error) {
 	return map[string]any{"chats": out}, nil
 }
 
-func (c *chats) handleSessions(_ context.Context, raw json.RawMessage) (any, error) {
+func (c *Panel) handleSessions(_ context.Context, raw json.RawMessage) (any, error) {
 	var p struct {
 		Cwd       string `json:"cwd"`
 		ConfigDir string `json:"config_dir"` // optional; default from the environment
@@ -336,7 +351,7 @@ func (c *chats) handleSessions(_ context.Context, raw json.RawMessage) (any, err
 	return map[string]any{"sessions": list}, nil
 }
 
-func (c *chats) handleFork(ctx context.Context, raw json.RawMessage) (any, error) {
+func (c *Panel) handleFork(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p struct {
 		ID   string `json:"id"`
 		UUID string `json:"uuid"`
@@ -400,7 +415,7 @@ func (c *chats) handleFork(ctx context.Context, raw json.RawMessage) (any, error
 	return res, nil
 }
 
-func (c *chats) close() {
+func (c *Panel) close() {
 	c.mu.Lock()
 	c.closed = true
 	list := make([]*chatProc, 0, len(c.byID))
@@ -417,7 +432,7 @@ func (c *chats) close() {
 
 // chatProc is one chat: its CLI session and what the panel shows of it.
 type chatProc struct {
-	c         *chats
+	c         *Panel
 	id        string
 	params    openParams
 	env       []string
@@ -734,7 +749,7 @@ func (ch *chatProc) onExit(e chat.ExitEvent) {
 	ch.push("exited", map[string]any{"code": e.Code, "stderr": e.Stderr})
 	ch.pushStatus()
 	ch.out.closeDrained()
-	ch.c.app.log.Info("chat CLI exited", "id", ch.id, "code", e.Code)
+	ch.c.log.Info("chat CLI exited", "id", ch.id, "code", e.Code)
 }
 
 func rawOrEmpty(r json.RawMessage) json.RawMessage {
@@ -774,7 +789,7 @@ func (ch *chatProc) checkpoint(path string) {
 		s := string(b)
 		contents = &s
 	} else if !errors.Is(err, os.ErrNotExist) {
-		ch.c.app.log.Warn("chat checkpoint", "path", path, "err", err)
+		ch.c.log.Warn("chat checkpoint", "path", path, "err", err)
 		return
 	}
 	ch.addCheckpoint(turn, path, contents)
@@ -799,7 +814,7 @@ func (ch *chatProc) checkpointResult(tu toolUse, structured json.RawMessage) {
 	case ok, string(r["type"]) == `"create"`:
 		// a new file
 	default:
-		ch.c.app.log.Warn("chat checkpoint: the result does not say what the edit replaced", "path", tu.path, "tool", tu.name)
+		ch.c.log.Warn("chat checkpoint: the result does not say what the edit replaced", "path", tu.path, "tool", tu.name)
 		return
 	}
 	ch.addCheckpoint(tu.turn, tu.path, contents)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/nvim-claude/nvim-claude/app/host"
 	"github.com/nvim-claude/nvim-claude/chat"
 )
 
@@ -67,7 +68,7 @@ func (ch *chatProc) onPermission(e chat.PermissionRequestEvent) {
 	if mode == "plan" && planBlocked(e.ToolName) {
 		msg := fmt.Sprintf(planModeRefusal, e.ToolName)
 		if err := sess.Deny(e.RequestID, msg); err != nil {
-			ch.c.app.log.Warn("chat: plan-mode deny", "err", err)
+			ch.c.log.Warn("chat: plan-mode deny", "err", err)
 		}
 		ch.system("warn", "Plan mode: refused "+chat.RelSummary(e.ToolName, e.Input, ch.params.Cwd)+".")
 		ch.push("permission_done", map[string]any{"request_id": e.RequestID, "behavior": "deny", "by": "plan_mode"})
@@ -130,7 +131,7 @@ func (ch *chatProc) onPermission(e chat.PermissionRequestEvent) {
 // tells whether it applies cleanly (and a diff review is possible).
 func (ch *chatProc) prepareDiff(p *chatPerm) {
 	tool := p.req.ToolName
-	if tool == "NotebookEdit" || ch.c.diffs() == nil || ch.c.app.ed == nil {
+	if tool == "NotebookEdit" || ch.c.peers.Review == nil || ch.c.ed == nil {
 		return
 	}
 	path := chat.EditPath(tool, p.req.Input)
@@ -160,13 +161,13 @@ func (ch *chatProc) owner() string { return "chat:" + ch.id }
 func (ch *chatProc) startReview(p *chatPerm) {
 	ctx, cancel := context.WithCancel(ch.ctx)
 	p.cancel = cancel
-	d := ch.c.diffs()
+	d := ch.c.peers.Review
 	ch.wg.Add(1)
 	go func() {
 		defer ch.wg.Done()
 		defer cancel()
-		ans, err := d.review(ctx, reviewRequest{owner: ch.owner(), tabName: p.tabName, oldPath: p.path,
-			newPath: p.path, contents: p.proposal})
+		ans, err := d.Review(ctx, host.ReviewRequest{Owner: ch.owner(), TabName: p.tabName, OldPath: p.path,
+			NewPath: p.path, Contents: p.proposal})
 		if err != nil {
 			if ctx.Err() == nil {
 				ch.system("warn", "Could not open the diff for "+p.path+": "+err.Error()+"; answer in the chat.")
@@ -183,8 +184,8 @@ func (ch *chatProc) startReview(p *chatPerm) {
 		}
 		scope, msg := p.scope, p.denyMsg
 		p.mu.Unlock()
-		if ans.text == answerFileSaved {
-			if err := ch.allowEdit(p, ans.contents, scope, by); err != nil {
+		if ans.Text == host.VerdictAccepted {
+			if err := ch.allowEdit(p, ans.Contents, scope, by); err != nil {
 				ch.system("error", "Answering the CLI failed: "+err.Error())
 			}
 			return
@@ -378,10 +379,10 @@ func (ch *chatProc) handlePermission(ctx context.Context, raw json.RawMessage) (
 // the diff with the proposal buffer as it now reads; deny rejects it. The
 // review goroutine then answers the CLI.
 func (ch *chatProc) decideDiff(ctx context.Context, p *chatPerm, a permParams) (any, error) {
-	ans := diffAnswer{text: answerRejected}
+	ans := host.Verdict{Text: host.VerdictRejected}
 	if a.Behavior == "allow" {
 		text := p.proposal
-		if ce, ok := ch.c.app.ed.(chatEditor); ok {
+		if ce := ch.c.ed; ce != nil {
 			t, found, err := ce.ChatProposalText(ctx, p.tabName)
 			if err != nil {
 				return nil, fmt.Errorf("chat_permission: read the proposal: %w", err)
@@ -390,12 +391,12 @@ func (ch *chatProc) decideDiff(ctx context.Context, p *chatPerm, a permParams) (
 				text = t
 			}
 		}
-		ans = diffAnswer{text: answerFileSaved, contents: text}
+		ans = host.Verdict{Text: host.VerdictAccepted, Contents: text}
 	}
 	p.mu.Lock()
 	p.scope, p.denyMsg, p.byUser = a.Scope, a.Message, true
 	p.mu.Unlock()
-	if !ch.c.diffs().decideOwned(ctx, ch.owner(), p.tabName, ans) {
+	if !ch.c.peers.Review.DecideOwned(ctx, ch.owner(), p.tabName, ans) {
 		return nil, fmt.Errorf("chat_permission: the diff for %s is no longer open", p.path)
 	}
 	return map[string]any{}, nil

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nvim-claude/nvim-claude/app/core"
 	"github.com/nvim-claude/nvim-claude/chat"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 	"github.com/nvim-claude/nvim-claude/nvimbridge/nvimtest"
@@ -246,11 +247,11 @@ func TestChatOutboxHaltWhileRetrying(t *testing.T) {
 // events are recorded.
 func unitChat(t *testing.T, cwd string) (*chatProc, func() []chatEv) {
 	t.Helper()
-	app := New(Options{})
+	app := core.New(core.Options{})
 	t.Cleanup(func() { _ = app.Close() })
 	var mu sync.Mutex
 	var evs []chatEv
-	ch := &chatProc{c: newChats(app), id: "1", params: openParams{Cwd: cwd}, state: "idle", mode: "default",
+	ch := &chatProc{c: New(app, nil, Peers{}), id: "1", params: openParams{Cwd: cwd}, state: "idle", mode: "default",
 		perms: map[string]*chatPerm{}, streamed: map[string]bool{}, cpSeen: map[string]bool{}, toolUses: map[string]toolUse{}}
 	ch.out = newOutbox(func(ctx context.Context, name string, data any) error {
 		mu.Lock()

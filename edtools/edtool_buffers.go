@@ -7,13 +7,14 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/nvim-claude/nvim-claude/app/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/workspace"
 )
 
 // treesitterTool: treesitter_node {file, line, col} → the node at the
 // position, its ancestors and enclosing scopes (function, class …).
-func (e *edtools) treesitterTool() mcp.Tool {
+func (e *Tools) treesitterTool() mcp.Tool {
 	return mcp.Tool{
 		Name:        "treesitter_node",
 		Description: "The syntax node at a position (Neovim's tree-sitter): its type and text, its ancestors, and the enclosing function/class/… with name and line range.",
@@ -27,7 +28,7 @@ func (e *edtools) treesitterTool() mcp.Tool {
 			defer cancel()
 			n, err := ed.TreesitterNode(ctx, file, e.rel(file), a.Line, a.Col)
 			if err != nil {
-				return nil, editorError("treesitter_node", err)
+				return nil, host.EditorError("treesitter_node", err)
 			}
 			if n.Error != "" {
 				return mcp.ErrorResult("%s", n.Error), nil
@@ -59,21 +60,18 @@ func firstLine(s string) string {
 
 // openBuffersTool: open_buffers {} → the listed file buffers, with their
 // state and language servers.
-func (e *edtools) openBuffersTool() mcp.Tool {
+func (e *Tools) openBuffersTool() mcp.Tool {
 	return mcp.Tool{
 		Name:        "open_buffers",
 		Description: "The files open in Neovim: path, filetype, line count, unsaved changes, whether shown, and the language servers attached.",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
 		Handler: func(ctx context.Context, _ *mcp.ToolRequest) (*mcp.ToolResult, error) {
-			ed, err := e.ed()
-			if err != nil {
-				return nil, err
-			}
+			ed := e.editor
 			ctx, cancel := context.WithTimeout(ctx, edtoolTimeout)
 			defer cancel()
 			bufs, err := ed.LSPBuffers(ctx)
 			if err != nil {
-				return nil, editorError("open_buffers", err)
+				return nil, host.EditorError("open_buffers", err)
 			}
 			if len(bufs) == 0 {
 				return mcp.TextResult("no files are open"), nil
@@ -118,7 +116,7 @@ func (e *edtools) openBuffersTool() mcp.Tool {
 
 // openFileAtTool: open_file_at {file, line, col?} shows a file to the user
 // (the one tool that changes what the editor shows).
-func (e *edtools) openFileAtTool() mcp.Tool {
+func (e *Tools) openFileAtTool() mcp.Tool {
 	return mcp.Tool{
 		Name:        "open_file_at",
 		Description: "Show a file to the user in Neovim with the cursor at a line (the user's focus stays where it is). Use it to point the user at code.",
@@ -132,7 +130,7 @@ func (e *edtools) openFileAtTool() mcp.Tool {
 			defer cancel()
 			o, err := ed.OpenFileAt(ctx, file, e.rel(file), a.Line, a.Col)
 			if err != nil {
-				return nil, editorError("open_file_at", err)
+				return nil, host.EditorError("open_file_at", err)
 			}
 			if o.Error != "" {
 				return mcp.ErrorResult("%s", o.Error), nil
@@ -145,9 +143,9 @@ func (e *edtools) openFileAtTool() mcp.Tool {
 // fileAt decodes a {file, line, col} call (line required when needLine)
 // and returns its arguments, the editor and the file made absolute and
 // put through the boundary (these tools return the file's text).
-func (e *edtools) fileAt(ctx context.Context, req *mcp.ToolRequest, needLine bool) (posArgs, edtoolsEditor, string, error) {
+func (e *Tools) fileAt(ctx context.Context, req *mcp.ToolRequest, needLine bool) (posArgs, Editor, string, error) {
 	var a posArgs
-	if err := decodeArgs(req.Arguments, &a); err != nil {
+	if err := host.DecodeArgs(req.Arguments, &a); err != nil {
 		return a, nil, "", err
 	}
 	switch {
@@ -156,11 +154,8 @@ func (e *edtools) fileAt(ctx context.Context, req *mcp.ToolRequest, needLine boo
 	case !needLine && (a.File == "" || a.Line < 0 || a.Col < 0):
 		return a, nil, "", errors.New("invalid arguments: file is required; line and col are 1-based")
 	}
-	ed, err := e.ed()
-	if err != nil {
-		return a, nil, "", err
-	}
-	wp, err := e.app.ctx.checkPath(ctx, a.File, workspace.Show)
+	ed := e.editor
+	wp, err := e.peers.Paths.CheckPath(ctx, a.File, workspace.Show)
 	if err != nil {
 		return a, nil, "", err
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nvim-claude/nvim-claude/app/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 	"github.com/nvim-claude/nvim-claude/workspace"
@@ -44,7 +45,7 @@ type codeActionArgs struct {
 	Action json.RawMessage `json:"action"`
 }
 
-func (e *edtools) applyCodeActionTool() mcp.Tool {
+func (e *Tools) applyCodeActionTool() mcp.Tool {
 	return mcp.Tool{
 		Name: "apply_code_action",
 		Description: "Apply one code action of the code_actions listing (same file and line/range; action: its number " +
@@ -58,9 +59,9 @@ func (e *edtools) applyCodeActionTool() mcp.Tool {
 	}
 }
 
-func (e *edtools) applyCodeAction(ctx context.Context, req *mcp.ToolRequest) (*mcp.ToolResult, error) {
+func (e *Tools) applyCodeAction(ctx context.Context, req *mcp.ToolRequest) (*mcp.ToolResult, error) {
 	var a codeActionArgs
-	if err := decodeArgs(req.Arguments, &a); err != nil {
+	if err := host.DecodeArgs(req.Arguments, &a); err != nil {
 		return nil, err
 	}
 	action, err := actionArg(a.Action)
@@ -72,14 +73,8 @@ func (e *edtools) applyCodeAction(ctx context.Context, req *mcp.ToolRequest) (*m
 		return nil, err
 	}
 	q.Op, q.Action, q.Timeout = "code_action_edit", action, codeActionNvimTimeout
-	ed, err := e.ed()
-	if err != nil {
-		return nil, err
-	}
-	dc := e.diffs()
-	if dc == nil {
-		return nil, errors.New("apply_code_action: this host has no diff review")
-	}
+	ed := e.editor
+	dc := e.peers.Review
 	qctx, cancel := context.WithTimeout(ctx, codeActionTimeout)
 	r, err := ed.LSP(qctx, q)
 	cancel()
@@ -87,7 +82,7 @@ func (e *edtools) applyCodeAction(ctx context.Context, req *mcp.ToolRequest) (*m
 		if ctx.Err() == nil && qctx.Err() != nil {
 			return nil, fmt.Errorf("apply_code_action: Neovim did not answer within %s", codeActionTimeout)
 		}
-		return nil, editorError("apply_code_action", err)
+		return nil, host.EditorError("apply_code_action", err)
 	}
 	if r.Error != "" {
 		return mcp.ErrorResult("%s", r.Error), nil
@@ -111,7 +106,7 @@ func (e *edtools) applyCodeAction(ctx context.Context, req *mcp.ToolRequest) (*m
 	// Every file the action changes goes through the boundary before any
 	// of them is shown: nothing is applied unless all may be written.
 	for _, f := range r.Edits {
-		if _, err := e.app.ctx.checkPath(ctx, f.Path, workspace.Write); err != nil {
+		if _, err := e.peers.Paths.CheckPath(ctx, f.Path, workspace.Write); err != nil {
 			return mcp.ErrorResult("apply_code_action: %s changes %s, which is not written through the editor tools: %v; nothing was applied",
 				name, e.rel(f.Path), err), nil
 		}
@@ -128,23 +123,23 @@ func (e *edtools) applyCodeAction(ctx context.Context, req *mcp.ToolRequest) (*m
 	var accepted []nvimbridge.LSPFileEdit
 	for i, f := range r.Edits {
 		rel := e.rel(f.Path)
-		ans, err := dc.review(ctx, reviewRequest{
-			owner:    "edtools:" + req.Client.ID,
-			tabName:  fmt.Sprintf("[Claude Code] %s (%d/%d) %s #%d", filepath.Base(f.Path), i+1, len(r.Edits), r.Action.Title, n),
-			oldPath:  f.Path,
-			newPath:  f.Path,
-			contents: f.After,
+		ans, err := dc.Review(ctx, host.ReviewRequest{
+			Owner:    "edtools:" + req.Client.ID,
+			TabName:  fmt.Sprintf("[Claude Code] %s (%d/%d) %s #%d", filepath.Base(f.Path), i+1, len(r.Edits), r.Action.Title, n),
+			OldPath:  f.Path,
+			NewPath:  f.Path,
+			Contents: f.After,
 		})
 		if err != nil {
 			// Cancelled (or Neovim failed): nothing was applied.
 			return nil, fmt.Errorf("apply_code_action: review of %s ended: %w; nothing was applied", rel, err)
 		}
-		switch ans.text {
-		case answerFileSaved:
-			f.After = ans.contents
-			verdicts[i] = verdict{accepted: true, edited: !sameText(ans.contents, r.Edits[i].After)}
+		switch ans.Text {
+		case host.VerdictAccepted:
+			f.After = ans.Contents
+			verdicts[i] = verdict{accepted: true, edited: !sameText(ans.Contents, r.Edits[i].After)}
 			accepted = append(accepted, f)
-		case answerRejected:
+		case host.VerdictRejected:
 			verdicts[i] = verdict{how: "rejected"}
 		default:
 			verdicts[i] = verdict{how: "closed without a decision"}
@@ -211,7 +206,7 @@ func (e *edtools) applyCodeAction(ctx context.Context, req *mcp.ToolRequest) (*m
 
 // applyFiles writes the accepted files, asking again while Neovim is busy
 // in the autocommand (the user's :w) that accepted the last diff.
-func applyFiles(ctx context.Context, ed edtoolsEditor, files []nvimbridge.LSPFileEdit) (nvimbridge.LSPApplied, error) {
+func applyFiles(ctx context.Context, ed Editor, files []nvimbridge.LSPFileEdit) (nvimbridge.LSPApplied, error) {
 	for {
 		r, err := ed.LSPApplyFiles(ctx, files)
 		if err != nil {
@@ -255,14 +250,4 @@ func actionArg(raw json.RawMessage) (string, error) {
 func sameText(a, b string) bool {
 	trim := func(s string) string { return strings.TrimSuffix(strings.TrimSuffix(s, "\n"), "\r") }
 	return a == b || trim(a) == trim(b)
-}
-
-// diffs finds the diff review component.
-func (e *edtools) diffs() *diffs {
-	for _, c := range e.app.components {
-		if d, ok := c.(*diffs); ok {
-			return d
-		}
-	}
-	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nvim-claude/nvim-claude/app/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 	"github.com/nvim-claude/nvim-claude/workspace"
@@ -38,7 +39,7 @@ const (
 )
 
 // allTools is every editor tool, enabled or not.
-func (e *edtools) allTools() []mcp.Tool {
+func (e *Tools) allTools() []mcp.Tool {
 	tools := []mcp.Tool{
 		e.lspTool("definition", "Where the symbol at a position (or named symbol) is defined, from the language server. Returns path:line:col: line text.", "", lspDefinition),
 		e.lspTool("references", "Every reference to a symbol, from the language server (declaration included). Returns path:line:col: line text, one per line.", "", lspReferences),
@@ -60,31 +61,15 @@ func (e *edtools) allTools() []mcp.Tool {
 		e.openBuffersTool(),
 		e.openFileAtTool(),
 	}
-	// The VS Code extension's tools the CLI hides from the model (PROTOCOL.md
-	// §4), with the IDE server's own handlers.
-	for _, c := range e.app.components {
-		switch c := c.(type) {
-		case *editorContext:
-			tools = append(tools, c.getOpenEditorsTool(), c.getWorkspaceFoldersTool(), c.checkDocumentDirtyTool())
-		case *selection:
-			tools = append(tools, c.getCurrentSelectionTool())
-		}
+	if e.peers.IDETools != nil {
+		tools = append(tools, e.peers.IDETools()...)
 	}
 	return tools
 }
 
-// edtoolsEd is the Editor as the editor tools need it.
-func (e *edtools) ed() (edtoolsEditor, error) {
-	ed, ok := e.app.ed.(edtoolsEditor)
-	if !ok || e.app.ed == nil {
-		return nil, errors.New("this editor cannot answer editor tools")
-	}
-	return ed, nil
-}
-
 // rel shows a path relative to the workspace root when inside it.
-func (e *edtools) rel(p string) string {
-	return e.app.ctx.relPath(p)
+func (e *Tools) rel(p string) string {
+	return e.h.Workspace().Rel(p)
 }
 
 // posArgs are the position arguments shared by the LSP tools.
@@ -99,10 +84,10 @@ type posArgs struct {
 	EndLine   int    `json:"end_line"`
 }
 
-type lspFormatter func(e *edtools, q nvimbridge.LSPQuery, r nvimbridge.LSPResult) string
+type lspFormatter func(e *Tools, q nvimbridge.LSPQuery, r nvimbridge.LSPResult) string
 
 // lspTool builds one LSP-backed tool. schema "" means the position schema.
-func (e *edtools) lspTool(op, desc, schema string, format lspFormatter) mcp.Tool {
+func (e *Tools) lspTool(op, desc, schema string, format lspFormatter) mcp.Tool {
 	if schema == "" {
 		schema = schemaPos
 	}
@@ -112,17 +97,14 @@ func (e *edtools) lspTool(op, desc, schema string, format lspFormatter) mcp.Tool
 		InputSchema: json.RawMessage(schema),
 		Handler: func(ctx context.Context, req *mcp.ToolRequest) (*mcp.ToolResult, error) {
 			var a posArgs
-			if err := decodeArgs(req.Arguments, &a); err != nil {
+			if err := host.DecodeArgs(req.Arguments, &a); err != nil {
 				return nil, err
 			}
 			q, err := e.query(ctx, op, a)
 			if err != nil {
 				return nil, err
 			}
-			ed, err := e.ed()
-			if err != nil {
-				return nil, err
-			}
+			ed := e.editor
 			ctx, cancel := context.WithTimeout(ctx, edtoolTimeout)
 			defer cancel()
 			r, err := ed.LSP(ctx, q)
@@ -130,12 +112,12 @@ func (e *edtools) lspTool(op, desc, schema string, format lspFormatter) mcp.Tool
 				if ctx.Err() != nil {
 					return nil, fmt.Errorf("%s: Neovim did not answer within %s", op, edtoolTimeout)
 				}
-				return nil, editorError(op, err)
+				return nil, host.EditorError(op, err)
 			}
 			if r.Error != "" {
 				return mcp.ErrorResult("%s", r.Error), nil
 			}
-			withheld := withhold(&r, e.app.boundary.Denied)
+			withheld := withhold(&r, e.h.Workspace().Boundary().Denied)
 			text := format(e, q, r)
 			if withheld > 0 {
 				text += fmt.Sprintf("\n(%s in deny-listed files withheld: security.deny)", plural(withheld, "result", "results"))
@@ -147,11 +129,11 @@ func (e *edtools) lspTool(op, desc, schema string, format lspFormatter) mcp.Tool
 
 // query validates a call's arguments into the query Lua runs; its file
 // goes through the boundary.
-func (e *edtools) query(ctx context.Context, op string, a posArgs) (nvimbridge.LSPQuery, error) {
+func (e *Tools) query(ctx context.Context, op string, a posArgs) (nvimbridge.LSPQuery, error) {
 	q := nvimbridge.LSPQuery{Op: op, Line: a.Line, Col: a.Col, Symbol: strings.TrimSpace(a.Symbol), Query: a.Query,
 		NewName: a.NewName, Direction: a.Direction, EndLine: a.EndLine, Limit: edtoolMaxItems, Timeout: edtoolNvimTimeout}
 	if a.File != "" {
-		wp, err := e.app.ctx.checkPath(ctx, a.File, workspace.Show)
+		wp, err := e.peers.Paths.CheckPath(ctx, a.File, workspace.Show)
 		if err != nil {
 			return q, err
 		}
@@ -190,7 +172,7 @@ func clip(s string) string {
 }
 
 // subject names what a query was about: "Add (calc.go:3:6)".
-func (e *edtools) subject(q nvimbridge.LSPQuery, r nvimbridge.LSPResult) string {
+func (e *Tools) subject(q nvimbridge.LSPQuery, r nvimbridge.LSPResult) string {
 	if r.Resolved == nil {
 		return q.Rel
 	}
@@ -205,7 +187,7 @@ func (e *edtools) subject(q nvimbridge.LSPQuery, r nvimbridge.LSPResult) string 
 	return fmt.Sprintf("%s (%s)", name, where)
 }
 
-func (e *edtools) locLine(l nvimbridge.LSPLocation) string {
+func (e *Tools) locLine(l nvimbridge.LSPLocation) string {
 	return fmt.Sprintf("%s:%d:%d: %s", e.rel(l.Path), l.Line, l.Col, l.Text)
 }
 
@@ -224,7 +206,7 @@ func more(total, shown int) string {
 }
 
 func locationFormatter(what, none string) lspFormatter {
-	return func(e *edtools, q nvimbridge.LSPQuery, r nvimbridge.LSPResult) string {
+	return func(e *Tools, q nvimbridge.LSPQuery, r nvimbridge.LSPResult) string {
 		subj := e.subject(q, r)
 		if len(r.Locations) == 0 {
 			return fmt.Sprintf("%s %s", none, subj)
@@ -246,14 +228,14 @@ var (
 	lspTypeDefinition  = locationFormatter("type definition", "no type definition found for")
 )
 
-func lspHover(e *edtools, q nvimbridge.LSPQuery, r nvimbridge.LSPResult) string {
+func lspHover(e *Tools, q nvimbridge.LSPQuery, r nvimbridge.LSPResult) string {
 	if strings.TrimSpace(r.Hover) == "" {
 		return "no hover information for " + e.subject(q, r)
 	}
 	return fmt.Sprintf("hover for %s:\n%s", e.subject(q, r), r.Hover)
 }
 
-func lspDocumentSymbols(e *edtools, q nvimbridge.LSPQuery, r nvimbridge.LSPResult) string {
+func lspDocumentSymbols(e *Tools, q nvimbridge.LSPQuery, r nvimbridge.LSPResult) string {
 	if len(r.Symbols) == 0 {
 		return "no symbols in " + q.Rel
 	}
@@ -277,7 +259,7 @@ func lspDocumentSymbols(e *edtools, q nvimbridge.LSPQuery, r nvimbridge.LSPResul
 	return strings.TrimRight(b.String(), "\n") + more(r.Total, len(r.Symbols))
 }
 
-func lspWorkspaceSymbols(e *edtools, q nvimbridge.LSPQuery, r nvimbridge.LSPResult) string {
+func lspWorkspaceSymbols(e *Tools, q nvimbridge.LSPQuery, r nvimbridge.LSPResult) string {
 	if len(r.Symbols) == 0 {
 		return fmt.Sprintf("no symbols match %q", q.Query)
 	}
@@ -296,7 +278,7 @@ func lspWorkspaceSymbols(e *edtools, q nvimbridge.LSPQuery, r nvimbridge.LSPResu
 	return strings.TrimRight(b.String(), "\n") + more(r.Total, len(r.Symbols))
 }
 
-func lspCallHierarchy(e *edtools, q nvimbridge.LSPQuery, r nvimbridge.LSPResult) string {
+func lspCallHierarchy(e *Tools, q nvimbridge.LSPQuery, r nvimbridge.LSPResult) string {
 	incoming := q.Direction != "outgoing"
 	subj := e.subject(q, r)
 	if r.Item != nil {
@@ -323,7 +305,7 @@ func lspCallHierarchy(e *edtools, q nvimbridge.LSPQuery, r nvimbridge.LSPResult)
 	return strings.TrimRight(b.String(), "\n") + more(r.Total, len(r.Calls))
 }
 
-func lspRenamePreview(e *edtools, q nvimbridge.LSPQuery, r nvimbridge.LSPResult) string {
+func lspRenamePreview(e *Tools, q nvimbridge.LSPQuery, r nvimbridge.LSPResult) string {
 	subj := e.subject(q, r)
 	if len(r.Files) == 0 && len(r.Other) == 0 {
 		return fmt.Sprintf("renaming %s to %s changes nothing", subj, q.NewName)
@@ -344,7 +326,7 @@ func lspRenamePreview(e *edtools, q nvimbridge.LSPQuery, r nvimbridge.LSPResult)
 	return strings.TrimRight(b.String(), "\n")
 }
 
-func lspCodeActions(e *edtools, q nvimbridge.LSPQuery, r nvimbridge.LSPResult) string {
+func lspCodeActions(e *Tools, q nvimbridge.LSPQuery, r nvimbridge.LSPResult) string {
 	where := q.Rel
 	if r.Resolved != nil {
 		where = fmt.Sprintf("%s:%d", e.rel(r.Resolved.Path), r.Resolved.Line)

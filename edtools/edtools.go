@@ -4,15 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 
+	"github.com/nvim-claude/nvim-claude/app/host"
 	"github.com/nvim-claude/nvim-claude/edtools/discovery"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
+	"github.com/nvim-claude/nvim-claude/workspace"
 )
 
 // The editor tools (issue 9): a second MCP server, named "nvim", through
@@ -32,8 +35,8 @@ import (
 // through the discovery file next to it, chosen by working directory like
 // the IDE lock file (edtools_unix.go).
 
-// edtoolsEditor is what the editor tools need from Neovim.
-type edtoolsEditor interface {
+// Editor is what the editor tools need from Neovim.
+type Editor interface {
 	LSP(ctx context.Context, q nvimbridge.LSPQuery) (nvimbridge.LSPResult, error)
 	TreesitterNode(ctx context.Context, file, rel string, line, col int) (nvimbridge.TSNode, error)
 	LSPBuffers(ctx context.Context) ([]nvimbridge.LSPBuffer, error)
@@ -59,9 +62,36 @@ const edtoolsInstructions = "Tools of the Neovim the user is editing in: its lan
 	"open_file_at shows a file to the user). Prefer them to grep for questions about code: they know the types. " +
 	"Positions are 1-based; give {file, symbol} when you do not know the column."
 
-// edtools is the editor tools component.
-type edtools struct {
-	app *App
+// Reviewer is the diff review the editor tools put a code action's edits
+// before (review.Reviews).
+type Reviewer interface {
+	Review(ctx context.Context, r host.ReviewRequest) (host.Verdict, error)
+}
+
+// Paths checks a path a client names by the one rule of every tool
+// (editorcontext.Context).
+type Paths interface {
+	CheckPath(ctx context.Context, p string, acc workspace.Access) (workspace.Path, error)
+}
+
+// Peers are what the editor tools use of other features, wired by app.
+type Peers struct {
+	Review Reviewer
+	Paths  Paths
+	// IDETools are the VS Code extension's tools the CLI hides from the
+	// model (PROTOCOL.md §4), with the IDE server's own handlers, served
+	// here too (getOpenEditors, getWorkspaceFolders, checkDocumentDirty,
+	// getCurrentSelection).
+	IDETools func() []mcp.Tool
+}
+
+// Tools is the editor tools feature: the `nvim` MCP server.
+type Tools struct {
+	h       host.Host
+	editor  Editor
+	log     *slog.Logger
+	peers   Peers
+	version string
 
 	mu      sync.Mutex
 	enabled bool
@@ -74,19 +104,30 @@ type edtools struct {
 	seq     atomic.Uint64 // names apply_code_action's diffs apart
 }
 
-func newEdtools(a *App) *edtools {
-	return &edtools{app: a, enabled: true}
+// New makes the editor tools feature; the socket opens when Lua sends the
+// options (the "edtools" request) while the IDE server runs. version is the
+// host's, which the server reports.
+func New(h host.Host, ed Editor, peers Peers, version string) *Tools {
+	return &Tools{h: h, editor: ed, log: h.Logger().With("feature", "edtools"), peers: peers,
+		version: version, enabled: true}
 }
 
-func (e *edtools) name() string { return "edtools" }
+// Name names the feature.
+func (e *Tools) Name() string { return "edtools" }
 
-func (e *edtools) luaRequests() map[string]func(context.Context, json.RawMessage) (any, error) {
-	return map[string]func(context.Context, json.RawMessage) (any, error){
-		"edtools": e.handleConfig,
+// Hooks are the feature's Lua handler and server observers.
+func (e *Tools) Hooks() host.Hooks {
+	return host.Hooks{
+		LuaRequests: map[string]host.LuaRequest{
+			"edtools": host.Request("edtools", e.handleConfig),
+		},
+		// The IDE server's start does not start the listener: Lua's
+		// terminal.attach(), run right after every start, sends the
+		// options ("edtools" request), and that starts it.
+		ServerStopped: e.stop,
+		Close:         e.stop,
 	}
 }
-
-func (e *edtools) luaNotifications() map[string]func(json.RawMessage) { return nil }
 
 // edtoolsConfig is setup{editor_tools = …} as Lua sends it.
 type edtoolsConfig struct {
@@ -109,13 +150,7 @@ type EdtoolsInfo struct {
 
 // handleConfig applies the options and returns how to reach the server. It
 // starts the listener when the IDE server runs and the tools are enabled.
-func (e *edtools) handleConfig(_ context.Context, raw json.RawMessage) (any, error) {
-	var c edtoolsConfig
-	if len(raw) > 0 {
-		if err := json.Unmarshal(raw, &c); err != nil {
-			return nil, fmt.Errorf("edtools: bad parameters: %w", err)
-		}
-	}
+func (e *Tools) handleConfig(_ context.Context, c edtoolsConfig) (any, error) {
 	known := map[string]bool{}
 	for _, t := range e.allTools() {
 		known[t.Name] = true
@@ -140,7 +175,7 @@ func (e *edtools) handleConfig(_ context.Context, raw json.RawMessage) (any, err
 	var err error
 	if !enabled {
 		e.stop()
-	} else if e.app.server() != nil || e.listening() {
+	} else if e.h.Running() || e.listening() {
 		err = e.start()
 	}
 	info := e.info()
@@ -148,13 +183,13 @@ func (e *edtools) handleConfig(_ context.Context, raw json.RawMessage) (any, err
 	return info, err
 }
 
-func (e *edtools) listening() bool {
+func (e *Tools) listening() bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.srv != nil
 }
 
-func (e *edtools) info() EdtoolsInfo {
+func (e *Tools) info() EdtoolsInfo {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	info := EdtoolsInfo{Enabled: e.enabled && e.srv != nil, Tools: []string{}}
@@ -191,19 +226,9 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// serverStarted does not start the listener: App holds its lock while it
-// calls observers, and the listener needs the workspace and pid from App.
-// Lua's terminal.attach(), run right after every start, sends the options
-// ("edtools" request), and that starts it.
-func (e *edtools) serverStarted() {}
-
-func (e *edtools) serverStopped() { e.stop() }
-
-func (e *edtools) close() { e.stop() }
-
 // edTools lists the enabled tools, filtered by allow (not "tools": the
 // component is no toolProvider of the IDE server).
-func (e *edtools) edTools() []mcp.Tool {
+func (e *Tools) edTools() []mcp.Tool {
 	e.mu.Lock()
 	allow := e.allow
 	e.mu.Unlock()
@@ -218,7 +243,7 @@ func (e *edtools) edTools() []mcp.Tool {
 
 // start listens on a fresh socket, or refreshes the tool set when the
 // server is already listening.
-func (e *edtools) start() error {
+func (e *Tools) start() error {
 	tools := e.edTools()
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -227,15 +252,15 @@ func (e *edtools) start() error {
 	}
 	srv := mcp.NewStreamServer(mcp.StreamConfig{
 		ServerName:    "nvim-claude-editor",
-		ServerVersion: Version,
+		ServerVersion: e.version,
 		Instructions:  edtoolsInstructions,
-		Logger:        e.app.log.With("component", "edtools"),
+		Logger:        e.log,
 	})
 	if err := srv.SetTools(tools); err != nil {
 		return fmt.Errorf("editor tools: %w", err)
 	}
-	pid := e.nvimPID()
-	ln, sock, disc, err := discovery.Listen(pid, discovery.Discovery{Token: srv.Token(), Workspace: e.app.workspaceDir(), PID: pid, HostPID: os.Getpid()})
+	pid := e.h.EditorPID()
+	ln, sock, disc, err := discovery.Listen(pid, discovery.Discovery{Token: srv.Token(), Workspace: e.h.Workspace().Root(), PID: pid, HostPID: os.Getpid()})
 	if err != nil {
 		return err
 	}
@@ -244,16 +269,16 @@ func (e *edtools) start() error {
 	go func() {
 		defer close(done)
 		if err := srv.Serve(ctx, ln); err != nil {
-			e.app.log.Error("editor tools: serve", "err", err)
+			e.log.Error("editor tools: serve", "err", err)
 		}
 	}()
 	e.srv, e.sock, e.disc, e.cancel, e.done = srv, sock, disc, cancel, done
-	e.app.log.Info("editor tools listening", "socket", sock, "tools", len(tools))
+	e.log.Info("editor tools listening", "socket", sock, "tools", len(tools))
 	return nil
 }
 
 // stop closes the socket and its connections and removes its files.
-func (e *edtools) stop() {
+func (e *Tools) stop() {
 	e.mu.Lock()
 	cancel, done, sock, disc := e.cancel, e.done, e.sock, e.disc
 	e.srv, e.sock, e.disc, e.cancel, e.done = nil, "", "", nil, nil
@@ -267,11 +292,9 @@ func (e *edtools) stop() {
 	_ = os.Remove(disc)
 }
 
-func (e *edtools) nvimPID() int {
-	e.app.mu.Lock()
-	defer e.app.mu.Unlock()
-	if e.app.params.PID > 0 {
-		return e.app.params.PID
-	}
-	return os.Getpid()
+// Relay is how a chat's CLI reaches the server (chatpanel.EditorTools):
+// the --mcp-config JSON and the socket, when the server listens.
+func (e *Tools) Relay() (mcpConfig, socket string, ok bool) {
+	info := e.info()
+	return info.MCPConfig, info.Socket, info.Enabled && info.MCPConfig != ""
 }

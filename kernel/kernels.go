@@ -2,9 +2,9 @@ package kernel
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -12,14 +12,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nvim-claude/nvim-claude/app/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 )
 
-// executeEditor is what executeCode needs from Neovim. It is not (yet) part
-// of Editor: the component finds it on the editor at run time, so an editor
-// without it gets a clear error instead of a build break.
-type executeEditor interface {
+// Editor is what executeCode needs from Neovim.
+type Editor interface {
 	// ExecuteTarget tells which buffer's kernel runs code now, the kernel
 	// its notebook names, and the execute options.
 	ExecuteTarget(ctx context.Context) (nvimbridge.ExecuteTarget, error)
@@ -73,11 +72,13 @@ type bufferKernel struct {
 	kernelName string
 }
 
-// kernels is the component for executeCode and :ClaudeKernel: one Jupyter
+// Kernels is the feature for executeCode and :ClaudeKernel: one Jupyter
 // kernel per buffer, started on first use, stopped with the buffer, on
 // :ClaudeKernel stop, and when the host exits.
-type kernels struct {
-	app *App
+type Kernels struct {
+	h   host.Host
+	ed  Editor
+	log *slog.Logger
 
 	mu      sync.Mutex
 	bufs    map[int]*bufferKernel
@@ -89,43 +90,46 @@ type kernels struct {
 	wg      sync.WaitGroup // stops started from notifications
 }
 
-func newKernels(a *App) *kernels {
-	return &kernels{
-		app:     a,
+// New makes the kernel feature; no kernel starts before executeCode.
+func New(h host.Host, ed Editor) *Kernels {
+	return &Kernels{
+		h:       h,
+		ed:      ed,
+		log:     h.Logger().With("feature", "kernel"),
 		bufs:    map[int]*bufferKernel{},
 		always:  map[string]bool{},
 		waiting: map[string]chan string{},
 	}
 }
 
-func (c *kernels) name() string { return "execute" }
+// Name names the feature.
+func (c *Kernels) Name() string { return "kernel" }
 
-func (c *kernels) tools() []mcp.Tool { return []mcp.Tool{c.executeCodeTool()} }
-
-func (c *kernels) luaRequests() map[string]func(context.Context, json.RawMessage) (any, error) {
-	return map[string]func(context.Context, json.RawMessage) (any, error){
-		"kernel": c.handleKernelCommand,
+// Hooks are the feature's tool, Lua handlers and observers.
+func (c *Kernels) Hooks() host.Hooks {
+	return host.Hooks{
+		Tools: func() []mcp.Tool { return []mcp.Tool{c.executeCodeTool()} },
+		LuaRequests: map[string]host.LuaRequest{
+			"kernel": host.Request("kernel", c.handleKernelCommand),
+		},
+		LuaNotifications: map[string]host.LuaNotification{
+			nvimbridge.ExecuteDecisionMethod:  host.Notification(c.log, nvimbridge.ExecuteDecisionMethod, c.handleDecision),
+			nvimbridge.KernelBufferGoneMethod: host.Notification(c.log, nvimbridge.KernelBufferGoneMethod, c.handleBufferGone),
+		},
+		ClientDisconnected: c.clientDisconnected,
+		Close:              c.close,
 	}
 }
-
-func (c *kernels) luaNotifications() map[string]func(json.RawMessage) {
-	return map[string]func(json.RawMessage){
-		nvimbridge.ExecuteDecisionMethod:  c.handleDecision,
-		nvimbridge.KernelBufferGoneMethod: c.handleBufferGone,
-	}
-}
-
-func (c *kernels) clientConnected(mcp.ClientInfo) {}
 
 // clientDisconnected ends the "always" the user gave that CLI session.
-func (c *kernels) clientDisconnected(ci mcp.ClientInfo) {
+func (c *Kernels) clientDisconnected(ci mcp.ClientInfo) {
 	c.mu.Lock()
 	delete(c.always, ci.ID)
 	c.mu.Unlock()
 }
 
 // close stops every kernel (the host is exiting).
-func (c *kernels) close() {
+func (c *Kernels) close() {
 	c.mu.Lock()
 	c.closed = true
 	procs := make([]*kernelProc, 0, len(c.bufs))
@@ -149,7 +153,7 @@ func (c *kernels) close() {
 }
 
 // buffer returns the buffer's kernel slot, making it on first use.
-func (c *kernels) buffer(bufnr int, name string) *bufferKernel {
+func (c *Kernels) buffer(bufnr int, name string) *bufferKernel {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	b := c.bufs[bufnr]
@@ -164,36 +168,33 @@ func (c *kernels) buffer(bufnr int, name string) *bufferKernel {
 	return b
 }
 
+// decisionParams are execute_decision's parameters.
+type decisionParams struct {
+	ID       string `json:"id"`
+	Decision string `json:"decision"`
+}
+
 // handleDecision receives the user's answer to a confirmation.
-func (c *kernels) handleDecision(raw json.RawMessage) {
-	var d struct {
-		ID       string `json:"id"`
-		Decision string `json:"decision"`
-	}
-	if err := json.Unmarshal(raw, &d); err != nil {
-		c.app.log.Warn("execute_decision: bad parameters", "err", err)
-		return
-	}
+func (c *Kernels) handleDecision(d decisionParams) {
 	c.mu.Lock()
 	ch := c.waiting[d.ID]
 	delete(c.waiting, d.ID)
 	c.mu.Unlock()
 	if ch == nil {
-		c.app.log.Info("execute_decision for a confirmation no longer pending", "id", d.ID)
+		c.log.Info("execute_decision for a confirmation no longer pending", "id", d.ID)
 		return
 	}
 	ch <- d.Decision
 }
 
+// bufnrParams name a buffer.
+type bufnrParams struct {
+	Bufnr int `json:"bufnr"`
+}
+
 // handleBufferGone stops the kernel of a deleted buffer, off the
 // notification goroutine.
-func (c *kernels) handleBufferGone(raw json.RawMessage) {
-	var p struct {
-		Bufnr int `json:"bufnr"`
-	}
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return
-	}
+func (c *Kernels) handleBufferGone(p bufnrParams) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	b := c.bufs[p.Bufnr]
@@ -206,7 +207,7 @@ func (c *kernels) handleBufferGone(raw json.RawMessage) {
 	if proc == nil {
 		return
 	}
-	c.app.log.Info("buffer gone: stopping its kernel", "bufnr", p.Bufnr)
+	c.log.Info("buffer gone: stopping its kernel", "bufnr", p.Bufnr)
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
@@ -215,7 +216,7 @@ func (c *kernels) handleBufferGone(raw json.RawMessage) {
 }
 
 // confirm asks the user; it returns "run", "always" or "cancel".
-func (c *kernels) confirm(ctx context.Context, ed executeEditor, req nvimbridge.ExecuteConfirmRequest) (string, error) {
+func (c *Kernels) confirm(ctx context.Context, ed Editor, req nvimbridge.ExecuteConfirmRequest) (string, error) {
 	ch := make(chan string, 1)
 	c.mu.Lock()
 	c.seq++
@@ -236,7 +237,7 @@ func (c *kernels) confirm(ctx context.Context, ed executeEditor, req nvimbridge.
 		// abandoned, not cancelled): close it after it, in order.
 		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		if cerr := ed.CloseExecuteConfirm(closeCtx, req.ID); cerr != nil {
-			c.app.log.Debug("close confirmation", "err", cerr)
+			c.log.Debug("close confirmation", "err", cerr)
 		}
 		cancel()
 		if ctx.Err() != nil {
@@ -251,7 +252,7 @@ func (c *kernels) confirm(ctx context.Context, ed executeEditor, req nvimbridge.
 		forget()
 		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		if err := ed.CloseExecuteConfirm(closeCtx, req.ID); err != nil {
-			c.app.log.Debug("close confirmation", "err", err)
+			c.log.Debug("close confirmation", "err", err)
 		}
 		cancel()
 		return "", ctx.Err()
@@ -259,7 +260,7 @@ func (c *kernels) confirm(ctx context.Context, ed executeEditor, req nvimbridge.
 }
 
 // pythonCandidates are the interpreters to try, in order.
-func (c *kernels) pythonCandidates(opt string) []string {
+func (c *Kernels) pythonCandidates(opt string) []string {
 	if opt != "" {
 		return []string{opt}
 	}
@@ -290,7 +291,7 @@ func (c *kernels) pythonCandidates(opt string) []string {
 
 // startProc starts a helper with the first interpreter that has the
 // Jupyter packages.
-func (c *kernels) startProc(ctx context.Context, python string) (*kernelProc, error) {
+func (c *Kernels) startProc(ctx context.Context, python string) (*kernelProc, error) {
 	var tried []string
 	for _, py := range c.pythonCandidates(python) {
 		p, err := startHelper(ctx, py)
@@ -322,7 +323,7 @@ func (c *kernels) startProc(ctx context.Context, python string) (*kernelProc, er
 // ensureKernel returns the buffer's running kernel, starting one if there
 // is none or the last one died. note tells the model about a kernel that
 // had died (its state is gone).
-func (c *kernels) ensureKernel(ctx context.Context, ed executeEditor, b *bufferKernel, tgt nvimbridge.ExecuteTarget, opts executeOptions) (p *kernelProc, note string, err error) {
+func (c *Kernels) ensureKernel(ctx context.Context, ed Editor, b *bufferKernel, tgt nvimbridge.ExecuteTarget, opts executeOptions) (p *kernelProc, note string, err error) {
 	name := tgt.Kernel
 	if name == "" {
 		name = defaultKernelName
@@ -354,15 +355,15 @@ func (c *kernels) ensureKernel(ctx context.Context, ed executeEditor, b *bufferK
 	b.proc, b.kernelName = p, name
 	c.mu.Unlock()
 	if err := ed.WatchKernelBuffer(ctx, b.bufnr); err != nil {
-		c.app.log.Warn("watch kernel buffer", "bufnr", b.bufnr, "err", err)
+		c.log.Warn("watch kernel buffer", "bufnr", b.bufnr, "err", err)
 	}
-	c.app.log.Info("kernel started", "bufnr", b.bufnr, "kernel", name, "python", p.python, "pid", p.pid())
+	c.log.Info("kernel started", "bufnr", b.bufnr, "kernel", name, "python", p.python, "pid", p.pid())
 	return p, note, nil
 }
 
 // kernelFor picks the kernel :ClaudeKernel acts on: the buffer's, else the
 // only one running.
-func (c *kernels) kernelFor(bufnr int) (*bufferKernel, *kernelProc) {
+func (c *Kernels) kernelFor(bufnr int) (*bufferKernel, *kernelProc) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if b := c.bufs[bufnr]; b != nil && b.proc != nil {
@@ -384,14 +385,13 @@ func (c *kernels) kernelFor(bufnr int) (*bufferKernel, *kernelProc) {
 
 // handleKernelCommand runs :ClaudeKernel restart|interrupt|stop|status for
 // the buffer Lua names. It answers {ok, message}.
-func (c *kernels) handleKernelCommand(ctx context.Context, raw json.RawMessage) (any, error) {
-	var p struct {
-		Action string `json:"action"`
-		Bufnr  int    `json:"bufnr"`
-	}
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return nil, fmt.Errorf("kernel: bad parameters: %w", err)
-	}
+// kernelParams are :ClaudeKernel's parameters.
+type kernelParams struct {
+	Action string `json:"action"`
+	Bufnr  int    `json:"bufnr"`
+}
+
+func (c *Kernels) handleKernelCommand(ctx context.Context, p kernelParams) (any, error) {
 	answer := func(ok bool, format string, args ...any) (any, error) {
 		return map[string]any{"ok": ok, "message": "nvim-claude: " + fmt.Sprintf(format, args...)}, nil
 	}
@@ -436,13 +436,13 @@ func (c *kernels) handleKernelCommand(ctx context.Context, raw json.RawMessage) 
 	return answer(false, "unknown action %q: use restart, interrupt, stop or status", p.Action)
 }
 
-func (c *kernels) label(b *bufferKernel) string {
+func (c *Kernels) label(b *bufferKernel) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.labelLocked(b)
 }
 
-func (c *kernels) labelLocked(b *bufferKernel) string {
+func (c *Kernels) labelLocked(b *bufferKernel) string {
 	name := b.name
 	if name == "" {
 		name = fmt.Sprintf("buffer %d", b.bufnr)
@@ -452,7 +452,7 @@ func (c *kernels) labelLocked(b *bufferKernel) string {
 	return fmt.Sprintf("the %s kernel of %s", b.kernelName, name)
 }
 
-func (c *kernels) statusText() string {
+func (c *Kernels) statusText() string {
 	c.mu.Lock()
 	var lines []string
 	for _, b := range c.bufs {
@@ -468,7 +468,7 @@ func (c *kernels) statusText() string {
 	return "kernels: " + strings.Join(lines, "; ")
 }
 
-func (c *kernels) othersText() string {
+func (c *Kernels) othersText() string {
 	if s := c.statusText(); s != "no kernel is running" {
 		return "; " + s
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nvim-claude/nvim-claude/app/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 )
@@ -26,7 +27,7 @@ const executeCodeDescription = "Execute code in the Jupyter kernel of the file o
 	"until the user restarts or stops it. The user sees the code and must allow each run. Returns stdout/stderr, " +
 	"results, tracebacks, and PNG images (e.g. plots) that the code displays."
 
-func (c *kernels) executeCodeTool() mcp.Tool {
+func (c *Kernels) executeCodeTool() mcp.Tool {
 	return mcp.Tool{
 		Name:        "executeCode",
 		Description: executeCodeDescription,
@@ -35,20 +36,17 @@ func (c *kernels) executeCodeTool() mcp.Tool {
 	}
 }
 
-func (c *kernels) executeCode(ctx context.Context, req *mcp.ToolRequest) (*mcp.ToolResult, error) {
+func (c *Kernels) executeCode(ctx context.Context, req *mcp.ToolRequest) (*mcp.ToolResult, error) {
 	var args struct {
 		Code *string `json:"code"`
 	}
-	if err := decodeArgs(req.Arguments, &args); err != nil {
+	if err := host.DecodeArgs(req.Arguments, &args); err != nil {
 		return nil, err
 	}
 	if args.Code == nil || strings.TrimSpace(*args.Code) == "" {
 		return mcp.ErrorResult("executeCode: code is required and must not be empty"), nil
 	}
-	ed, ok := c.app.ed.(executeEditor)
-	if !ok || c.app.ed == nil {
-		return mcp.ErrorResult("executeCode: this editor connection cannot run code"), nil
-	}
+	ed := c.ed
 	tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	tgt, err := ed.ExecuteTarget(tctx)
 	cancel()
@@ -97,7 +95,7 @@ func (c *kernels) executeCode(ctx context.Context, req *mcp.ToolRequest) (*mcp.T
 		case "always":
 			c.setAlways(req.Client.ID)
 		default:
-			c.app.log.Info("executeCode declined", "bufnr", tgt.Bufnr)
+			c.log.Info("executeCode declined", "bufnr", tgt.Bufnr)
 			return mcp.ErrorResult(declinedMessage), nil
 		}
 	}
@@ -112,20 +110,20 @@ func (c *kernels) executeCode(ctx context.Context, req *mcp.ToolRequest) (*mcp.T
 	return c.run(ctx, b, proc, *args.Code, opts, note)
 }
 
-func (c *kernels) isAlways(client string) bool {
+func (c *Kernels) isAlways(client string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.always[client]
 }
 
-func (c *kernels) setAlways(client string) {
+func (c *Kernels) setAlways(client string) {
 	c.mu.Lock()
 	c.always[client] = true
 	c.mu.Unlock()
 }
 
 // run executes code and turns the helper's reply into the tool result.
-func (c *kernels) run(ctx context.Context, b *bufferKernel, proc *kernelProc, code string, opts executeOptions, note string) (*mcp.ToolResult, error) {
+func (c *Kernels) run(ctx context.Context, b *bufferKernel, proc *kernelProc, code string, opts executeOptions, note string) (*mcp.ToolResult, error) {
 	// The helper enforces the timeout (it interrupts the kernel and waits
 	// for it to settle); this bound only guards against a wedged helper.
 	callCtx := ctx

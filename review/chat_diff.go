@@ -1,12 +1,16 @@
 package review
 
-import "context"
+import (
+	"context"
+
+	"github.com/nvim-claude/nvim-claude/app/host"
+)
 
 // decideOwned ends the pending diff that owner opened under tabName as if
 // the user had decided in Neovim: its review gets a, and its windows close.
 // It reports whether such a diff was pending. The chat panel uses it when
 // the user answers a diff-backed permission prompt from the chat.
-func (c *diffs) decideOwned(ctx context.Context, owner, tabName string, a diffAnswer) bool {
+func (c *Reviews) DecideOwned(ctx context.Context, owner, tabName string, a host.Verdict) bool {
 	got := c.take(func(s *diffSession) bool { return s.client == owner && s.tabName == tabName })
 	if len(got) == 0 {
 		return false
@@ -17,13 +21,13 @@ func (c *diffs) decideOwned(ctx context.Context, owner, tabName string, a diffAn
 		ids[i] = s.id
 	}
 	outcome := "rejected"
-	if a.text == answerFileSaved {
+	if a.Text == host.VerdictAccepted {
 		outcome = "accepted"
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), diffCloseTimeout)
 	defer cancel()
-	if _, err := c.app.ed.CloseDiffs(ctx, ids, outcome); err != nil {
-		c.app.log.Warn("close chat diff windows", "ids", ids, "err", err)
+	if _, err := c.ed.CloseDiffs(ctx, ids, outcome); err != nil {
+		c.log.Warn("close chat diff windows", "ids", ids, "err", err)
 	}
 	return true
 }

@@ -5,16 +5,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
+	"github.com/nvim-claude/nvim-claude/app/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 )
 
-// diffEditor is what diff review (openDiff, close_tab, closeAllDiffTabs)
+// Editor is what diff review (openDiff, close_tab, closeAllDiffTabs)
 // needs from Neovim.
-type diffEditor interface {
+type Editor interface {
 	// OpenDiff puts a diff on screen and returns; the user's decision comes
 	// back as a nvimbridge.DiffDecisionMethod request.
 	OpenDiff(ctx context.Context, req nvimbridge.DiffRequest) (nvimbridge.DiffView, error)
@@ -30,33 +32,19 @@ const (
 	diffCloseTimeout = 10 * time.Second
 )
 
-// The answers openDiff gives (PROTOCOL.md §4). TAB_CLOSED tells the CLI to
-// apply its own proposal unchanged: it is only ever sent when the CLI itself
-// decided (close_tab), never for a "no".
-const (
-	answerFileSaved = "FILE_SAVED"
-	answerRejected  = "DIFF_REJECTED"
-	answerTabClosed = "TAB_CLOSED"
-)
-
 // outcomeClosed is how the ClaudeDiffClosed event reports a diff the CLI
 // (close_tab, closeAllDiffTabs, a cancel or a disconnect) ended.
 const outcomeClosed = "closed"
 
-// diffAnswer is how a pending openDiff ends.
-type diffAnswer struct {
-	text     string // answerFileSaved, answerRejected or answerTabClosed
-	contents string // the accepted text, with answerFileSaved
-}
-
-func (a diffAnswer) result() *mcp.ToolResult {
-	if a.text == answerFileSaved {
+// verdictResult is openDiff's answer for a verdict (PROTOCOL.md §4).
+func verdictResult(a host.Verdict) *mcp.ToolResult {
+	if a.Text == host.VerdictAccepted {
 		return &mcp.ToolResult{Content: []mcp.Content{
-			{Type: "text", Text: answerFileSaved},
-			{Type: "text", Text: a.contents},
+			{Type: "text", Text: host.VerdictAccepted},
+			{Type: "text", Text: a.Contents},
 		}}
 	}
-	return mcp.TextResult(a.text)
+	return mcp.TextResult(a.Text)
 }
 
 // diffSession is one openDiff waiting for its answer. Its windows are open
@@ -66,11 +54,11 @@ type diffSession struct {
 	tabName string
 	client  string // the connection that asked: it alone gets the answer
 	file    string
-	answer  chan diffAnswer // buffered 1: the first answer wins
+	answer  chan host.Verdict // buffered 1: the first answer wins
 }
 
 // resolve hands the session its answer unless it has one already.
-func (s *diffSession) resolve(a diffAnswer) bool {
+func (s *diffSession) resolve(a host.Verdict) bool {
 	select {
 	case s.answer <- a:
 		return true
@@ -79,36 +67,43 @@ func (s *diffSession) resolve(a diffAnswer) bool {
 	}
 }
 
-// diffs is the component for diff review: openDiff, close_tab,
-// closeAllDiffTabs, and the decisions Lua reports.
-type diffs struct {
-	app *App
+// Reviews is the diff review feature: openDiff, close_tab,
+// closeAllDiffTabs, the decisions Lua reports, and Review for any other
+// feature that wants the user's verdict on a proposed file.
+type Reviews struct {
+	h   host.Host
+	ed  Editor
+	log *slog.Logger
 
 	mu   sync.Mutex
 	seq  uint64
 	open map[string]*diffSession // by id
 }
 
-func newDiffs(a *App) *diffs { return &diffs{app: a, open: map[string]*diffSession{}} }
-
-func (c *diffs) name() string { return "diff" }
-
-func (c *diffs) tools() []mcp.Tool {
-	return []mcp.Tool{c.openDiffTool(), c.closeTabTool(), c.closeAllDiffTabsTool()}
+// New makes the diff review feature.
+func New(h host.Host, ed Editor) *Reviews {
+	return &Reviews{h: h, ed: ed, log: h.Logger().With("feature", "review"), open: map[string]*diffSession{}}
 }
 
-func (c *diffs) luaRequests() map[string]func(context.Context, json.RawMessage) (any, error) {
-	return map[string]func(context.Context, json.RawMessage) (any, error){
-		nvimbridge.DiffDecisionMethod: c.handleDecision,
+// Name names the feature.
+func (c *Reviews) Name() string { return "review" }
+
+// Hooks are the feature's tools and Lua handlers.
+func (c *Reviews) Hooks() host.Hooks {
+	return host.Hooks{
+		Tools: c.tools,
+		LuaRequests: map[string]host.LuaRequest{
+			nvimbridge.DiffDecisionMethod: c.handleDecision,
+		},
 	}
 }
 
-func (c *diffs) luaNotifications() map[string]func(json.RawMessage) {
-	return nil
+func (c *Reviews) tools() []mcp.Tool {
+	return []mcp.Tool{c.openDiffTool(), c.closeTabTool(), c.closeAllDiffTabsTool()}
 }
 
 // add registers a new session for client.
-func (c *diffs) add(client, tabName, file string) *diffSession {
+func (c *Reviews) add(client, tabName, file string) *diffSession {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.seq++
@@ -117,7 +112,7 @@ func (c *diffs) add(client, tabName, file string) *diffSession {
 		tabName: tabName,
 		client:  client,
 		file:    file,
-		answer:  make(chan diffAnswer, 1),
+		answer:  make(chan host.Verdict, 1),
 	}
 	c.open[s.id] = s
 	return s
@@ -125,7 +120,7 @@ func (c *diffs) add(client, tabName, file string) *diffSession {
 
 // take removes the sessions that match and returns them; whoever takes a
 // session closes its windows.
-func (c *diffs) take(match func(*diffSession) bool) []*diffSession {
+func (c *Reviews) take(match func(*diffSession) bool) []*diffSession {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []*diffSession
@@ -138,7 +133,7 @@ func (c *diffs) take(match func(*diffSession) bool) []*diffSession {
 	return out
 }
 
-func (c *diffs) takeID(id string) *diffSession {
+func (c *Reviews) takeID(id string) *diffSession {
 	if got := c.take(func(s *diffSession) bool { return s.id == id }); len(got) == 1 {
 		return got[0]
 	}
@@ -147,7 +142,7 @@ func (c *diffs) takeID(id string) *diffSession {
 
 // closeWindows closes the sessions' diffs in Neovim and reports how many
 // were still open there.
-func (c *diffs) closeWindows(ctx context.Context, sessions []*diffSession) int {
+func (c *Reviews) closeWindows(ctx context.Context, sessions []*diffSession) int {
 	if len(sessions) == 0 {
 		return 0
 	}
@@ -158,9 +153,9 @@ func (c *diffs) closeWindows(ctx context.Context, sessions []*diffSession) int {
 	// The caller's request may be ending; the windows must close anyway.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), diffCloseTimeout)
 	defer cancel()
-	n, err := c.app.ed.CloseDiffs(ctx, ids, outcomeClosed)
+	n, err := c.ed.CloseDiffs(ctx, ids, outcomeClosed)
 	if err != nil {
-		c.app.log.Warn("close diff windows", "ids", ids, "err", err)
+		c.log.Warn("close diff windows", "ids", ids, "err", err)
 		return len(ids)
 	}
 	return n
@@ -168,15 +163,15 @@ func (c *diffs) closeWindows(ctx context.Context, sessions []*diffSession) int {
 
 // closeLater closes the session's windows without waiting: its request is
 // ending (the CLI left or cancelled) and must not wait on Neovim.
-func (c *diffs) closeLater(s *diffSession) {
-	c.app.post("diff.close", map[string]any{"ids": []string{s.id}, "outcome": outcomeClosed})
+func (c *Reviews) closeLater(s *diffSession) {
+	c.h.Emit("diff.close", map[string]any{"ids": []string{s.id}, "outcome": outcomeClosed})
 }
 
 // handleDecision receives the user's accept or reject from Lua and tells
 // it whether the diff was still pending: when it was not (the CLI
 // cancelled it, or close_tab or closeAllDiffTabs ended it before Lua
 // learned it), the user is told that nothing will be written.
-func (c *diffs) handleDecision(ctx context.Context, raw json.RawMessage) (any, error) {
+func (c *Reviews) handleDecision(ctx context.Context, raw json.RawMessage) (any, error) {
 	d, err := nvimbridge.DecodeDiffDecision(ctx, raw)
 	if err != nil {
 		return nil, fmt.Errorf("diff_decision: bad parameters: %w", err)
@@ -184,32 +179,32 @@ func (c *diffs) handleDecision(ctx context.Context, raw json.RawMessage) (any, e
 	if d.ID == "" {
 		return nil, errors.New("diff_decision: id is required")
 	}
-	var a diffAnswer
+	var a host.Verdict
 	switch d.Decision {
 	case "accept":
 		if d.Contents == nil {
 			return nil, fmt.Errorf("diff_decision: accept of %s without contents", d.ID)
 		}
-		a = diffAnswer{text: answerFileSaved, contents: *d.Contents}
+		a = host.Verdict{Text: host.VerdictAccepted, Contents: *d.Contents}
 	case "reject":
-		a = diffAnswer{text: answerRejected}
+		a = host.Verdict{Text: host.VerdictRejected}
 	default:
 		return nil, fmt.Errorf("diff_decision: unknown decision %q for %s", d.Decision, d.ID)
 	}
 	// Lua closes its own windows after a decision.
 	s := c.takeID(d.ID)
 	if s == nil {
-		c.app.log.Info("diff_decision for a diff no longer pending", "id", d.ID, "decision", d.Decision)
+		c.log.Info("diff_decision for a diff no longer pending", "id", d.ID, "decision", d.Decision)
 		return nvimbridge.DiffDecisionReply{Pending: false}, nil
 	}
 	s.resolve(a)
-	c.app.log.Info("diff decided", "id", s.id, "tab", s.tabName, "file", s.file, "answer", a.text)
+	c.log.Info("diff decided", "id", s.id, "tab", s.tabName, "file", s.file, "answer", a.Text)
 	return nvimbridge.DiffDecisionReply{Pending: true}, nil
 }
 
 // pending reports whether the session with this id still waits for its
 // answer (nobody took it).
-func (c *diffs) pending(id string) bool {
+func (c *Reviews) pending(id string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	_, ok := c.open[id]

@@ -6,13 +6,14 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/nvim-claude/nvim-claude/app/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
 )
 
 var closeTabSchema = json.RawMessage(`{"type":"object","properties":{` +
 	`"tab_name":{"type":"string","description":"The tab_name openDiff was given"}},"required":["tab_name"]}`)
 
-func (c *diffs) closeTabTool() mcp.Tool {
+func (c *Reviews) closeTabTool() mcp.Tool {
 	return mcp.Tool{
 		Name: "close_tab",
 		Description: "Close the diff openDiff opened under tab_name; a diff still waiting for the user " +
@@ -26,11 +27,11 @@ func (c *diffs) closeTabTool() mcp.Tool {
 // every decision (usually twice) and when the user answered in its terminal
 // first: then the pending openDiff gets TAB_CLOSED and the terminal's answer
 // stands.
-func (c *diffs) closeTab(ctx context.Context, req *mcp.ToolRequest) (*mcp.ToolResult, error) {
+func (c *Reviews) closeTab(ctx context.Context, req *mcp.ToolRequest) (*mcp.ToolResult, error) {
 	var a struct {
 		TabName *string `json:"tab_name"`
 	}
-	if err := decodeArgs(req.Arguments, &a); err != nil {
+	if err := host.DecodeArgs(req.Arguments, &a); err != nil {
 		return nil, fmt.Errorf("close_tab: %w", err)
 	}
 	if a.TabName == nil || *a.TabName == "" {
@@ -38,8 +39,8 @@ func (c *diffs) closeTab(ctx context.Context, req *mcp.ToolRequest) (*mcp.ToolRe
 	}
 	closing := c.take(func(s *diffSession) bool { return s.client == req.Client.ID && s.tabName == *a.TabName })
 	for _, s := range closing {
-		s.resolve(diffAnswer{text: answerTabClosed})
+		s.resolve(host.Verdict{Text: host.VerdictClosed})
 	}
 	c.closeWindows(ctx, closing)
-	return mcp.TextResult(answerTabClosed), nil
+	return mcp.TextResult(host.VerdictClosed), nil
 }

@@ -4,10 +4,11 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/nvim-claude/nvim-claude/app/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
 )
 
-func (c *diffs) closeAllDiffTabsTool() mcp.Tool {
+func (c *Reviews) closeAllDiffTabsTool() mcp.Tool {
 	return mcp.Tool{
 		Name: "closeAllDiffTabs",
 		Description: "Close every diff this client opened with openDiff (never the user's own diff windows). " +
@@ -19,10 +20,10 @@ func (c *diffs) closeAllDiffTabsTool() mcp.Tool {
 // closeAllDiffTabs closes the caller's diffs. The CLI calls it at the start
 // of every turn; a diff it still had pending then was abandoned, and gets a
 // "no". Diffs of other connected CLIs are theirs to close.
-func (c *diffs) closeAllDiffTabs(ctx context.Context, req *mcp.ToolRequest) (*mcp.ToolResult, error) {
+func (c *Reviews) closeAllDiffTabs(ctx context.Context, req *mcp.ToolRequest) (*mcp.ToolResult, error) {
 	closing := c.take(func(s *diffSession) bool { return s.client == req.Client.ID })
 	for _, s := range closing {
-		s.resolve(diffAnswer{text: answerRejected})
+		s.resolve(host.Verdict{Text: host.VerdictRejected})
 	}
 	n := c.closeWindows(ctx, closing)
 	return mcp.TextResult(fmt.Sprintf("CLOSED_%d_DIFF_TABS", n)), nil

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"strings"
 
+	"github.com/nvim-claude/nvim-claude/app/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/workspace"
 )
@@ -18,7 +18,7 @@ var openDiffSchema = json.RawMessage(`{"type":"object","properties":{` +
 	`"tab_name":{"type":"string","description":"Name of the diff; close_tab takes it"}},` +
 	`"required":["new_file_path","new_file_contents"]}`)
 
-func (c *diffs) openDiffTool() mcp.Tool {
+func (c *Reviews) openDiffTool() mcp.Tool {
 	return mcp.Tool{
 		Name: "openDiff",
 		Description: "Show a proposed edit as a diff in Neovim and wait for the user: " +
@@ -66,18 +66,18 @@ func decodeOpenDiffArgs(req *mcp.ToolRequest) (openDiffArgs, error) {
 
 // openDiff blocks until the user decides, close_tab or closeAllDiffTabs
 // ends the diff, or the request ends (the CLI cancelled it or left).
-func (c *diffs) openDiff(ctx context.Context, req *mcp.ToolRequest) (*mcp.ToolResult, error) {
+func (c *Reviews) openDiff(ctx context.Context, req *mcp.ToolRequest) (*mcp.ToolResult, error) {
 	a, err := decodeOpenDiffArgs(req)
 	if err != nil {
 		return nil, fmt.Errorf("openDiff: %w", err)
 	}
-	newPath, err := c.diffPath(a.NewFilePath)
+	newPath, err := c.diffPath(ctx, a.NewFilePath)
 	if err != nil {
 		return mcp.ErrorResult("openDiff: %v", err), nil
 	}
 	oldPath := newPath
 	if a.OldFilePath != "" {
-		if oldPath, err = c.diffPath(a.OldFilePath); err != nil {
+		if oldPath, err = c.diffPath(ctx, a.OldFilePath); err != nil {
 			return mcp.ErrorResult("openDiff: %v", err), nil
 		}
 	}
@@ -85,14 +85,14 @@ func (c *diffs) openDiff(ctx context.Context, req *mcp.ToolRequest) (*mcp.ToolRe
 	if tabName == "" {
 		tabName = "[Claude Code] " + filepath.Base(newPath)
 	}
-	ans, err := c.review(ctx, reviewRequest{
-		owner: req.Client.ID, tabName: tabName,
-		oldPath: oldPath, newPath: newPath, contents: a.NewFileContents,
+	ans, err := c.Review(ctx, host.ReviewRequest{
+		Owner: req.Client.ID, TabName: tabName,
+		OldPath: oldPath, NewPath: newPath, Contents: a.NewFileContents,
 	})
 	if err != nil {
 		return nil, err
 	}
-	return ans.result(), nil
+	return verdictResult(ans), nil
 }
 
 // diffPath makes p absolute by the one rule of every tool (a relative path
@@ -105,15 +105,9 @@ func (c *diffs) openDiff(ctx context.Context, req *mcp.ToolRequest) (*mcp.ToolRe
 // home-directory workspace. The real CLI answers such a refusal by keeping
 // its own permission dialog in the terminal, so the user still decides
 // there (internal/e2e/diff_boundary_cli_test.go).
-func (c *diffs) diffPath(p string) (string, error) {
-	root := c.app.ctx.root()
-	if strings.HasPrefix(p, "file://") {
-		if path, ok := uriPath(p, root); ok {
-			p = path
-		}
-	}
-	anyFile := func(string) bool { return true } // outside: shown, as said above
-	wp, err := c.app.boundary.Resolve(c.app.ctx.workspaceFolders(), p, workspace.Show, anyFile)
+func (c *Reviews) diffPath(ctx context.Context, p string) (string, error) {
+	anyFile := func(context.Context, string) bool { return true } // outside: shown, as said above
+	wp, err := c.h.Workspace().Check(ctx, p, workspace.Show, anyFile)
 	if err != nil {
 		return "", err
 	}

@@ -138,15 +138,15 @@ func DecodeArgs(raw json.RawMessage, v any) error {
 	if err := json.Unmarshal(raw, v); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
-			return fmt.Errorf("invalid arguments: %s must be %s", te.Field, jsonKind(te.Type.Kind().String()))
+			return fmt.Errorf("invalid arguments: %s must be %s", te.Field, JSONKind(te.Type.Kind().String()))
 		}
 		return fmt.Errorf("invalid arguments: %w", err)
 	}
 	return nil
 }
 
-// jsonKind names a Go kind the way a JSON schema would, with an article.
-func jsonKind(k string) string {
+// JSONKind names a Go kind the way a JSON schema would, with an article.
+func JSONKind(k string) string {
 	switch k {
 	case "bool":
 		return "a boolean"

@@ -17,8 +17,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/nvim-claude/nvim-claude/app"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
-	"github.com/nvim-claude/nvim-claude/plugin"
 )
 
 func main() {
@@ -38,7 +38,7 @@ func run(args []string, stdin io.Reader, stdout io.WriteCloser, stderr io.Writer
 		return 2
 	}
 	if *showVersion {
-		fmt.Fprintln(stdout, "nvim-claude", plugin.Version)
+		fmt.Fprintln(stdout, "nvim-claude", app.Version)
 		return 0
 	}
 
@@ -58,8 +58,8 @@ func run(args []string, stdin io.Reader, stdout io.WriteCloser, stderr io.Writer
 		log.Error("connect to Neovim", "err", err)
 		return 1
 	}
-	app := plugin.New(plugin.Options{Editor: bridge, Logger: log})
-	if err := app.Register(bridge); err != nil {
+	a := app.New(app.Options{Editor: bridge, Logger: log})
+	if err := a.Register(bridge); err != nil {
 		log.Error("register handlers", "err", err)
 		return 1
 	}
@@ -68,7 +68,7 @@ func run(args []string, stdin io.Reader, stdout io.WriteCloser, stderr io.Writer
 	defer stop()
 	served := make(chan error, 1)
 	go func() { served <- bridge.Serve() }()
-	log.Info("started", "version", plugin.Version, "pid", os.Getpid())
+	log.Info("started", "version", app.Version, "pid", os.Getpid())
 	// A host killed outright could not remove its proposal directory.
 	if n := nvimbridge.SweepStaleProposals(); n > 0 {
 		log.Info("removed the proposal directories of hosts that are gone", "count", n)
@@ -85,7 +85,7 @@ func run(args []string, stdin io.Reader, stdout io.WriteCloser, stderr io.Writer
 		log.Info("signal received; shutting down")
 		code = 0
 	}
-	if err := app.Close(); err != nil {
+	if err := a.Close(); err != nil {
 		log.Error("shutdown", "err", err)
 		code = 1
 	}

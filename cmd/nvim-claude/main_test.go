@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nvim-claude/nvim-claude/plugin"
+	"github.com/nvim-claude/nvim-claude/app"
 )
 
 type nopCloser struct{ io.Writer }
@@ -22,8 +22,8 @@ func TestFlags(t *testing.T) {
 		wantStdout string
 		wantStderr string
 	}{
-		{"version", []string{"-version"}, 0, "nvim-claude " + plugin.Version + "\n", ""},
-		{"version, GNU style", []string{"--version"}, 0, "nvim-claude " + plugin.Version + "\n", ""},
+		{"version", []string{"-version"}, 0, "nvim-claude " + app.Version + "\n", ""},
+		{"version, GNU style", []string{"--version"}, 0, "nvim-claude " + app.Version + "\n", ""},
 		{"bad level", []string{"-log-level", "loud"}, 2, "", `unknown log level "loud"`},
 		{"unknown flag", []string{"-nope"}, 2, "", "flag provided but not defined"},
 	}
@@ -59,7 +59,7 @@ func TestLuaVersionMatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := string(raw)
-	if !strings.Contains(b, `"`+plugin.Version+`"`) {
-		t.Fatalf("lua/claude/version.lua does not say %q:\n%s", plugin.Version, b)
+	if !strings.Contains(b, `"`+app.Version+`"`) {
+		t.Fatalf("lua/claude/version.lua does not say %q:\n%s", app.Version, b)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/nvim-claude/nvim-claude/workspace"
 )
 
 // Diagnostics: Lua (lua/claude/diagnostics.lua) sends every change as a
@@ -109,7 +111,7 @@ func (d *diagCache) apply(p diagPush) []diagChange {
 	defer d.mu.Unlock()
 	var out []diagChange
 	cleared := func(path string) {
-		out = append(out, diagChange{URI: fileURI(path), Diagnostics: json.RawMessage("[]")})
+		out = append(out, diagChange{URI: workspace.FileURI(path), Diagnostics: json.RawMessage("[]")})
 	}
 	seen := make(map[int]bool, len(p.Files))
 	for i, f := range p.Files {
@@ -131,7 +133,7 @@ func (d *diagCache) apply(p diagPush) []diagChange {
 			}
 		}
 		d.add(f.Bufnr, e)
-		out = append(out, diagChange{URI: fileURI(e.path), Diagnostics: e.list})
+		out = append(out, diagChange{URI: workspace.FileURI(e.path), Diagnostics: e.list})
 	}
 	if p.Snapshot {
 		for bufnr, old := range d.byBuf {
@@ -312,7 +314,7 @@ func (d *diagCache) waitTouched(ctx context.Context, paths []string, after int64
 }
 
 func diagItem(path string, list []byte) []byte {
-	uri, _ := marshalNoEscape(fileURI(path))
+	uri, _ := marshalNoEscape(workspace.FileURI(path))
 	b := make([]byte, 0, len(uri)+len(list)+32)
 	b = append(b, `{"uri":`...)
 	b = append(b, uri...)
@@ -336,21 +338,16 @@ func marshalNoEscape(v any) ([]byte, error) {
 
 // handleDiagnosticsChanged applies a push from Lua and tells the CLIs about
 // the files whose diagnostics changed.
-func (c *editorContext) handleDiagnosticsChanged(raw json.RawMessage) {
-	var p diagPush
-	if err := json.Unmarshal(raw, &p); err != nil {
-		c.app.log.Warn("diagnostics_changed: bad parameters", "err", err)
-		return
-	}
+func (c *Context) handleDiagnosticsChanged(p diagPush) {
 	// A deny-listed file's diagnostics can quote its text: they are kept
 	// empty, so neither the push nor getDiagnostics carries them.
 	for i := range p.Files {
-		if len(p.Files[i].Diagnostics) > 0 && c.app.boundary.Denied(p.Files[i].Path) {
+		if len(p.Files[i].Diagnostics) > 0 && c.ws.Boundary().Denied(p.Files[i].Path) {
 			p.Files[i].Diagnostics = nil
 		}
 	}
 	for _, ch := range c.diags.apply(p) {
-		c.app.broadcast("diagnostics_changed", ch)
+		c.h.Broadcast("diagnostics_changed", ch)
 	}
 	c.diags.commit(p)
 }
@@ -376,14 +373,14 @@ const (
 // the new text), changes not yet pushed are pushed, and for reloaded files
 // with a language server it waits a little for the new diagnostics. It never
 // fails: at worst the answer is the cache as it is.
-func (c *editorContext) syncDiagnostics(ctx context.Context) {
+func (c *Context) syncDiagnostics(ctx context.Context) {
 	ctx, cancelAll := context.WithTimeout(ctx, diagBudget)
 	defer cancelAll()
 	sctx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()
-	res, err := c.app.ed.SyncDiagnostics(sctx)
+	res, err := c.ed.SyncDiagnostics(sctx)
 	if err != nil {
-		c.app.log.Debug("getDiagnostics: sync with Neovim failed; answering from the cache", "err", err)
+		c.log.Debug("getDiagnostics: sync with Neovim failed; answering from the cache", "err", err)
 		return
 	}
 	if res.Seq == nil {

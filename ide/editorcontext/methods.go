@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"unicode/utf8"
 
+	"github.com/nvim-claude/nvim-claude/app/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/workspace"
 )
@@ -45,7 +46,7 @@ func decodeMethodParams(raw json.RawMessage, v any) error {
 	if err := json.Unmarshal(raw, v); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
-			return mcp.InvalidParams("Invalid params: %s must be %s", te.Field, jsonKind(te.Type.Kind().String()))
+			return mcp.InvalidParams("Invalid params: %s must be %s", te.Field, host.JSONKind(te.Type.Kind().String()))
 		}
 		return mcp.InvalidParams("Invalid params: %v", err)
 	}
@@ -54,11 +55,11 @@ func decodeMethodParams(raw json.RawMessage, v any) error {
 
 // resolve puts a method's path through the boundary; a refusal is -32602
 // with the boundary's message.
-func (c *editorContext) resolve(ctx context.Context, p string, acc workspace.Access) (workspace.Path, error) {
+func (c *Context) resolve(ctx context.Context, p string, acc workspace.Access) (workspace.Path, error) {
 	if p == "" {
 		return workspace.Path{}, mcp.InvalidParams("Invalid params: path is required")
 	}
-	wp, err := c.checkPath(ctx, p, acc)
+	wp, err := c.CheckPath(ctx, p, acc)
 	if err != nil {
 		return wp, mcp.InvalidParams("Invalid params: %v", err)
 	}
@@ -66,8 +67,8 @@ func (c *editorContext) resolve(ctx context.Context, p string, acc workspace.Acc
 }
 
 // relPath is how answers name a file: from the root when inside it.
-func (c *editorContext) relPath(abs string) string {
-	root := c.root()
+func (c *Context) relPath(abs string) string {
+	root := c.ws.Root()
 	if workspace.Inside(abs, root) {
 		if r, err := filepath.Rel(root, abs); err == nil {
 			return r
@@ -76,7 +77,7 @@ func (c *editorContext) relPath(abs string) string {
 	return abs
 }
 
-func (c *editorContext) readFile(ctx context.Context, req *mcp.MethodRequest) (any, error) {
+func (c *Context) readFile(ctx context.Context, req *mcp.MethodRequest) (any, error) {
 	var p struct {
 		Path string `json:"path"`
 	}
@@ -87,11 +88,11 @@ func (c *editorContext) readFile(ctx context.Context, req *mcp.MethodRequest) (a
 	if err != nil {
 		return nil, err
 	}
-	ectx, cancel := editorCtx(ctx)
+	ectx, cancel := host.EditorCtx(ctx)
 	defer cancel()
-	buf, err := c.app.ed.ReadDocument(ectx, wp.Abs, wp.Real)
+	buf, err := c.ed.ReadDocument(ectx, wp.Abs, wp.Real)
 	if err != nil {
-		return nil, editorError("readFile", err)
+		return nil, host.EditorError("readFile", err)
 	}
 	if buf.Denied {
 		return nil, mcp.InvalidParams("Invalid params: %s matches the deny-list (security.deny): its contents never leave Neovim", wp.Rel)
@@ -104,7 +105,7 @@ func (c *editorContext) readFile(ctx context.Context, req *mcp.MethodRequest) (a
 	if buf.Modified {
 		return answer{wp.Rel, buf.Text, true}, nil
 	}
-	data, err := c.app.boundary.ReadFile(wp, maxReadBytes)
+	data, err := c.ws.Boundary().ReadFile(wp, maxReadBytes)
 	if err == nil && !utf8.Valid(data) {
 		err = errors.New("not a text file (binary, or not UTF-8)")
 	}
@@ -114,7 +115,7 @@ func (c *editorContext) readFile(ctx context.Context, req *mcp.MethodRequest) (a
 	return answer{wp.Rel, string(data), false}, nil
 }
 
-func (c *editorContext) writeFile(ctx context.Context, req *mcp.MethodRequest) (any, error) {
+func (c *Context) writeFile(ctx context.Context, req *mcp.MethodRequest) (any, error) {
 	var p struct {
 		Path    string  `json:"path"`
 		Content *string `json:"content"`
@@ -137,11 +138,11 @@ func (c *editorContext) writeFile(ctx context.Context, req *mcp.MethodRequest) (
 		Path          string `json:"path"`
 		ThroughBuffer bool   `json:"throughBuffer"` // written by the open buffer (undo restores)
 	}
-	ectx, cancel := editorCtx(ctx)
+	ectx, cancel := host.EditorCtx(ctx)
 	defer cancel()
-	res, err := c.app.ed.WriteDocument(ectx, wp.Abs, *p.Content)
+	res, err := c.ed.WriteDocument(ectx, wp.Abs, *p.Content)
 	if err != nil {
-		return nil, editorError("writeFile", err)
+		return nil, host.EditorError("writeFile", err)
 	}
 	if res.Loaded {
 		if !res.OK {
@@ -149,13 +150,13 @@ func (c *editorContext) writeFile(ctx context.Context, req *mcp.MethodRequest) (
 		}
 		return answer{true, wp.Rel, true}, nil
 	}
-	if err := c.app.boundary.WriteFile(wp, []byte(*p.Content)); err != nil {
+	if err := c.ws.Boundary().WriteFile(wp, []byte(*p.Content)); err != nil {
 		return nil, fmt.Errorf("could not write %s: %w", wp.Rel, err)
 	}
 	return answer{true, wp.Rel, false}, nil
 }
 
-func (c *editorContext) listFiles(ctx context.Context, req *mcp.MethodRequest) (any, error) {
+func (c *Context) listFiles(ctx context.Context, req *mcp.MethodRequest) (any, error) {
 	var p struct {
 		Pattern string `json:"pattern"`
 	}
@@ -168,8 +169,8 @@ func (c *editorContext) listFiles(ctx context.Context, req *mcp.MethodRequest) (
 	}
 	files := []string{}
 	truncated := false
-	for i, folder := range c.workspaceFolders() {
-		if err := c.app.boundary.CheckFolder(folder); err != nil {
+	for i, folder := range c.ws.Folders() {
+		if err := c.ws.Boundary().CheckFolder(folder); err != nil {
 			if i == 0 {
 				return nil, mcp.InvalidParams("Invalid params: %v", err)
 			}
@@ -200,16 +201,16 @@ func (c *editorContext) listFiles(ctx context.Context, req *mcp.MethodRequest) (
 	}{files, truncated}, nil
 }
 
-func (c *editorContext) getWorkspaceInfo(ctx context.Context, _ *mcp.MethodRequest) (any, error) {
-	ectx, cancel := editorCtx(ctx)
+func (c *Context) getWorkspaceInfo(ctx context.Context, _ *mcp.MethodRequest) (any, error) {
+	ectx, cancel := host.EditorCtx(ctx)
 	defer cancel()
-	ws, err := c.app.ed.Workspace(ectx)
+	ws, err := c.ed.Workspace(ectx)
 	if err != nil {
-		return nil, editorError("getWorkspaceInfo", err)
+		return nil, host.EditorError("getWorkspaceInfo", err)
 	}
-	folders := cleanFolders(ws.Folders)
+	folders := workspace.CleanFolders(ws.Folders)
 	if len(folders) == 0 {
-		folders = []string{c.root()}
+		folders = []string{c.ws.Root()}
 	}
 	views := folderViews(folders)
 	return struct {
@@ -219,7 +220,7 @@ func (c *editorContext) getWorkspaceInfo(ctx context.Context, _ *mcp.MethodReque
 		Editor        string            `json:"editor"`
 		EditorVersion string            `json:"editorVersion"`
 		PluginVersion string            `json:"pluginVersion"`
-	}{views[0].Name, views[0].Path, views, "Neovim", ws.Version, Version}, nil
+	}{views[0].Name, views[0].Path, views, "Neovim", ws.Version, c.version}, nil
 }
 
 type openFileView struct {
@@ -231,19 +232,19 @@ type openFileView struct {
 	IsDirty      bool   `json:"isDirty"`
 }
 
-func (c *editorContext) getOpenFiles(ctx context.Context, _ *mcp.MethodRequest) (any, error) {
-	ectx, cancel := editorCtx(ctx)
+func (c *Context) getOpenFiles(ctx context.Context, _ *mcp.MethodRequest) (any, error) {
+	ectx, cancel := host.EditorCtx(ctx)
 	defer cancel()
-	eds, err := c.app.ed.Editors(ectx)
+	eds, err := c.ed.Editors(ectx)
 	if err != nil {
-		return nil, editorError("getOpenFiles", err)
+		return nil, host.EditorError("getOpenFiles", err)
 	}
 	files := make([]openFileView, 0, len(eds.Buffers))
 	for _, b := range eds.Buffers {
 		files = append(files, openFileView{
-			Path:         c.relPath(b.Path),
+			Path:         c.ws.Rel(b.Path),
 			AbsolutePath: b.Path,
-			URI:          fileURI(b.Path),
+			URI:          workspace.FileURI(b.Path),
 			LanguageID:   languageID(b.Filetype),
 			IsActive:     b.Active,
 			IsDirty:      b.Modified,
@@ -254,12 +255,12 @@ func (c *editorContext) getOpenFiles(ctx context.Context, _ *mcp.MethodRequest) 
 	}{files}, nil
 }
 
-func (c *editorContext) getCurrentFile(ctx context.Context, _ *mcp.MethodRequest) (any, error) {
-	ectx, cancel := editorCtx(ctx)
+func (c *Context) getCurrentFile(ctx context.Context, _ *mcp.MethodRequest) (any, error) {
+	ectx, cancel := host.EditorCtx(ctx)
 	defer cancel()
-	eds, err := c.app.ed.Editors(ectx)
+	eds, err := c.ed.Editors(ectx)
 	if err != nil {
-		return nil, editorError("getCurrentFile", err)
+		return nil, host.EditorError("getCurrentFile", err)
 	}
 	cur := eds.Current
 	if cur == nil {
@@ -276,6 +277,6 @@ func (c *editorContext) getCurrentFile(ctx context.Context, _ *mcp.MethodRequest
 		IsDirty      bool         `json:"isDirty"`
 		LineCount    int          `json:"lineCount"`
 		Cursor       diagPosition `json:"cursor"`
-	}{c.relPath(cur.Path), cur.Path, fileURI(cur.Path), languageID(cur.Filetype), cur.Modified, cur.LineCount,
+	}{c.ws.Rel(cur.Path), cur.Path, workspace.FileURI(cur.Path), languageID(cur.Filetype), cur.Modified, cur.LineCount,
 		diagPosition{Line: cur.Line, Character: cur.Character}}, nil
 }

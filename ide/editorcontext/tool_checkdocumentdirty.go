@@ -3,6 +3,7 @@ package editorcontext
 import (
 	"context"
 
+	"github.com/nvim-claude/nvim-claude/app/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/workspace"
 )
@@ -14,24 +15,24 @@ import (
 // Neovim's unnamed buffers have no path to ask about, so isUntitled is
 // always false.
 
-func (c *editorContext) checkDocumentDirtyTool() mcp.Tool {
+func (c *Context) CheckDocumentDirtyTool() mcp.Tool {
 	return mcp.Tool{
 		Name:        "checkDocumentDirty",
 		Description: "Check if a document has unsaved changes (is dirty)",
 		InputSchema: filePathSchema("Path to the file to check"),
 		Handler: func(ctx context.Context, req *mcp.ToolRequest) (*mcp.ToolResult, error) {
 			path, err := c.filePathArg(ctx, req, workspace.Show)
-			if refused(err) {
+			if workspace.Refused(err) {
 				return mcp.JSONResult(failure{Message: err.Error()})
 			}
 			if err != nil {
 				return nil, err
 			}
-			ectx, cancel := editorCtx(ctx)
+			ectx, cancel := host.EditorCtx(ctx)
 			defer cancel()
-			doc, err := c.app.ed.Document(ectx, path)
+			doc, err := c.ed.Document(ectx, path)
 			if err != nil {
-				return nil, editorError("checkDocumentDirty", err)
+				return nil, host.EditorError("checkDocumentDirty", err)
 			}
 			if !doc.Open {
 				return mcp.JSONResult(failure{Message: "Document not open: " + path})

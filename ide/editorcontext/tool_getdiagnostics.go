@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/nvim-claude/nvim-claude/app/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
+	"github.com/nvim-claude/nvim-claude/workspace"
 )
 
 // getDiagnostics {uri?} → JSON [{uri, diagnostics:[{message, severity,
@@ -17,7 +19,7 @@ import (
 
 const diagnosticsDescription = "Get language diagnostics (errors, warnings, hints) from Neovim: from language servers and any other source of vim.diagnostic. Ranges are 0-based, characters in UTF-16 code units."
 
-func (c *editorContext) getDiagnosticsTool() mcp.Tool {
+func (c *Context) getDiagnosticsTool() mcp.Tool {
 	return mcp.Tool{
 		Name:        "getDiagnostics",
 		Description: diagnosticsDescription,
@@ -26,11 +28,11 @@ func (c *editorContext) getDiagnosticsTool() mcp.Tool {
 			var args struct {
 				URI *string `json:"uri"`
 			}
-			if err := decodeArgs(req.Arguments, &args); err != nil {
+			if err := host.DecodeArgs(req.Arguments, &args); err != nil {
 				return nil, err
 			}
 			if args.URI != nil && *args.URI != "" {
-				path, ok := uriPath(*args.URI, c.root())
+				path, ok := workspace.URIPath(*args.URI, c.ws.Root())
 				if !ok {
 					return mcp.TextResult("[]"), nil
 				}

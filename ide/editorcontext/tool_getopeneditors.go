@@ -4,7 +4,9 @@ import (
 	"context"
 	"path/filepath"
 
+	"github.com/nvim-claude/nvim-claude/app/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
+	"github.com/nvim-claude/nvim-claude/workspace"
 )
 
 // getOpenEditors {} → JSON {tabs:[{uri, isActive, label, languageId,
@@ -21,21 +23,21 @@ type editorTab struct {
 	IsDirty    bool   `json:"isDirty"`
 }
 
-func (c *editorContext) getOpenEditorsTool() mcp.Tool {
+func (c *Context) OpenEditorsTool() mcp.Tool {
 	return mcp.Tool{
 		Name:        "getOpenEditors",
 		Description: "Get information about currently open editors",
 		Handler: func(ctx context.Context, _ *mcp.ToolRequest) (*mcp.ToolResult, error) {
-			ectx, cancel := editorCtx(ctx)
+			ectx, cancel := host.EditorCtx(ctx)
 			defer cancel()
-			eds, err := c.app.ed.Editors(ectx)
+			eds, err := c.ed.Editors(ectx)
 			if err != nil {
-				return nil, editorError("getOpenEditors", err)
+				return nil, host.EditorError("getOpenEditors", err)
 			}
 			tabs := make([]editorTab, 0, len(eds.Buffers))
 			for _, b := range eds.Buffers {
 				tabs = append(tabs, editorTab{
-					URI:        fileURI(b.Path),
+					URI:        workspace.FileURI(b.Path),
 					IsActive:   b.Active,
 					Label:      filepath.Base(b.Path),
 					LanguageID: languageID(b.Filetype),

@@ -6,7 +6,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nvim-claude/nvim-claude/app/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
+	"github.com/nvim-claude/nvim-claude/workspace"
 )
 
 // getWorkspaceFolders {} → JSON {success:true, folders:[{name, uri, path}],
@@ -37,7 +39,7 @@ func folderViews(folders []string) []workspaceFolder {
 		if name == "/" || name == "." {
 			name = f
 		}
-		out = append(out, workspaceFolder{Name: name, URI: fileURI(f), Path: f})
+		out = append(out, workspaceFolder{Name: name, URI: workspace.FileURI(f), Path: f})
 	}
 	return out
 }
@@ -51,7 +53,7 @@ func foldersResult(folders []string) (*mcp.ToolResult, error) {
 	}{true, folderViews(folders), folders[0]})
 }
 
-func (c *editorContext) getWorkspaceFoldersTool() mcp.Tool {
+func (c *Context) WorkspaceFoldersTool() mcp.Tool {
 	return mcp.Tool{
 		Name:        "getWorkspaceFolders",
 		Description: "Get all workspace folders currently open in the IDE",
@@ -59,23 +61,23 @@ func (c *editorContext) getWorkspaceFoldersTool() mcp.Tool {
 			if res, ok := c.pushedFoldersAnswer(); ok {
 				return res, nil // no round trip to Neovim
 			}
-			ectx, cancel := editorCtx(ctx)
+			ectx, cancel := host.EditorCtx(ctx)
 			defer cancel()
-			pushes := c.pushCount()
-			ws, err := c.app.ed.Workspace(ectx)
+			pushes := c.ws.PushCount()
+			ws, err := c.ed.Workspace(ectx)
 			if err != nil {
-				return nil, editorError("getWorkspaceFolders", err)
+				return nil, host.EditorError("getWorkspaceFolders", err)
 			}
-			folders := cleanFolders(ws.Folders)
+			folders := workspace.CleanFolders(ws.Folders)
 			if len(folders) == 0 {
-				folders = []string{c.root()}
+				folders = []string{c.ws.Root()}
 			}
 			if hasLspEvents(ws.Version) {
 				c.mu.Lock()
 				c.lspEvents = true
 				c.mu.Unlock()
 			}
-			c.setQueriedFolders(folders, pushes)
+			c.ws.SetQueriedFolders(folders, pushes)
 			return foldersResult(folders)
 		},
 	}
@@ -84,19 +86,20 @@ func (c *editorContext) getWorkspaceFoldersTool() mcp.Tool {
 // pushedFoldersAnswer is the answer built from the folders Lua pushed,
 // when they can be trusted to be current (see above). It is built once per
 // list and shared: the server only reads a result.
-func (c *editorContext) pushedFoldersAnswer() (*mcp.ToolResult, bool) {
-	root := c.root()
+func (c *Context) pushedFoldersAnswer() (*mcp.ToolResult, bool) {
+	root := c.ws.Root()
+	folders, pushed, gen := c.ws.Reported()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.pushed || !c.lspEvents || len(c.folders) == 0 || c.folders[0] != root {
+	if !pushed || !c.lspEvents || len(folders) == 0 || folders[0] != root {
 		return nil, false
 	}
-	if c.answer == nil {
-		res, err := foldersResult(c.folders)
+	if c.answer == nil || c.answerGen != gen {
+		res, err := foldersResult(folders)
 		if err != nil {
 			return nil, false
 		}
-		c.answer = res
+		c.answer, c.answerGen = res, gen
 	}
 	return c.answer, true
 }

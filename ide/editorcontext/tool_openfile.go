@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 
+	"github.com/nvim-claude/nvim-claude/app/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 	"github.com/nvim-claude/nvim-claude/workspace"
@@ -34,7 +35,7 @@ const openFileSchema = `{"type":"object","properties":{` +
 	`"makeFrontmost":{"type":"boolean","description":"Whether to make the file the active editor tab. If false, the file will be opened in the background without changing focus.","default":true}` +
 	`},"required":["filePath"]}`
 
-func (c *editorContext) openFileTool() mcp.Tool {
+func (c *Context) openFileTool() mcp.Tool {
 	return mcp.Tool{
 		Name:        "openFile",
 		Description: "Open a file in the editor and optionally select a range of text",
@@ -43,7 +44,7 @@ func (c *editorContext) openFileTool() mcp.Tool {
 	}
 }
 
-func (c *editorContext) openFile(ctx context.Context, req *mcp.ToolRequest) (*mcp.ToolResult, error) {
+func (c *Context) openFile(ctx context.Context, req *mcp.ToolRequest) (*mcp.ToolResult, error) {
 	var args struct {
 		FilePath          string `json:"filePath"`
 		Preview           bool   `json:"preview"`
@@ -52,13 +53,13 @@ func (c *editorContext) openFile(ctx context.Context, req *mcp.ToolRequest) (*mc
 		SelectToEndOfLine bool   `json:"selectToEndOfLine"`
 		MakeFrontmost     *bool  `json:"makeFrontmost"`
 	}
-	if err := decodeArgs(req.Arguments, &args); err != nil {
+	if err := host.DecodeArgs(req.Arguments, &args); err != nil {
 		return nil, err
 	}
 	if args.FilePath == "" {
 		return nil, errors.New("invalid arguments: filePath is required")
 	}
-	wp, err := c.checkPath(ctx, args.FilePath, workspace.Show)
+	wp, err := c.CheckPath(ctx, args.FilePath, workspace.Show)
 	if err != nil {
 		return mcp.ErrorResult("%s", err.Error()), nil
 	}
@@ -67,9 +68,9 @@ func (c *editorContext) openFile(ctx context.Context, req *mcp.ToolRequest) (*mc
 		return mcp.ErrorResult("%s", why), nil
 	}
 	front := args.MakeFrontmost == nil || *args.MakeFrontmost
-	ectx, cancel := editorCtx(ctx)
+	ectx, cancel := host.EditorCtx(ctx)
 	defer cancel()
-	opened, err := c.app.ed.OpenFile(ectx, nvimbridge.OpenFileOptions{
+	opened, err := c.ed.OpenFile(ectx, nvimbridge.OpenFileOptions{
 		Path:              path,
 		Preview:           args.Preview,
 		StartText:         args.StartText,

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/nvim-claude/nvim-claude/app/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/workspace"
 )
@@ -21,7 +22,7 @@ type notOpened struct {
 	Error string `json:"error"`
 }
 
-func (c *editorContext) openFilesTool() mcp.Tool {
+func (c *Context) openFilesTool() mcp.Tool {
 	return mcp.Tool{
 		Name:        "open_files",
 		Description: "Open files in the editor",
@@ -30,7 +31,7 @@ func (c *editorContext) openFilesTool() mcp.Tool {
 			var args struct {
 				FilePaths []string `json:"file_paths"`
 			}
-			if err := decodeArgs(req.Arguments, &args); err != nil {
+			if err := host.DecodeArgs(req.Arguments, &args); err != nil {
 				return nil, err
 			}
 			if args.FilePaths == nil {
@@ -40,7 +41,7 @@ func (c *editorContext) openFilesTool() mcp.Tool {
 			var failed []notOpened
 			var paths []string
 			for _, p := range args.FilePaths {
-				wp, err := c.checkPath(ctx, p, workspace.Show)
+				wp, err := c.CheckPath(ctx, p, workspace.Show)
 				if err != nil {
 					failed = append(failed, notOpened{p, err.Error()})
 					continue
@@ -53,9 +54,9 @@ func (c *editorContext) openFilesTool() mcp.Tool {
 				paths = append(paths, abs)
 			}
 			if len(paths) > 0 {
-				ectx, cancel := editorCtx(ctx)
+				ectx, cancel := host.EditorCtx(ctx)
 				defer cancel()
-				outcomes, err := c.app.ed.OpenFiles(ectx, paths)
+				outcomes, err := c.ed.OpenFiles(ectx, paths)
 				if err != nil {
 					return nil, fmt.Errorf("open_files: %w", err)
 				}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nvim-claude/nvim-claude/app/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/workspace"
 )
@@ -23,7 +24,7 @@ import (
 // formatTimeout bounds the language server's formatting request.
 const formatTimeout = 3 * time.Second
 
-func (c *editorContext) reformatFileTool() mcp.Tool {
+func (c *Context) reformatFileTool() mcp.Tool {
 	return mcp.Tool{
 		Name:        "reformat_file",
 		Description: "Reformat a file with the formatter of the language server attached to it",
@@ -32,13 +33,13 @@ func (c *editorContext) reformatFileTool() mcp.Tool {
 			var args struct {
 				FilePath string `json:"file_path"`
 			}
-			if err := decodeArgs(req.Arguments, &args); err != nil {
+			if err := host.DecodeArgs(req.Arguments, &args); err != nil {
 				return nil, err
 			}
 			if args.FilePath == "" {
 				return nil, errors.New("invalid arguments: file_path is required")
 			}
-			wp, err := c.checkPath(ctx, args.FilePath, workspace.Show)
+			wp, err := c.CheckPath(ctx, args.FilePath, workspace.Show)
 			if err != nil {
 				return mcp.ErrorResult("%s", err.Error()), nil
 			}
@@ -47,9 +48,9 @@ func (c *editorContext) reformatFileTool() mcp.Tool {
 				return mcp.ErrorResult("%s", why), nil
 			}
 			// loading, attaching and formatting all happen in one call
-			ectx, cancel := context.WithTimeout(ctx, formatTimeout+callTimeout)
+			ectx, cancel := context.WithTimeout(ctx, formatTimeout+host.CallTimeout)
 			defer cancel()
-			res, err := c.app.ed.FormatDocument(ectx, path, formatTimeout)
+			res, err := c.ed.FormatDocument(ectx, path, formatTimeout)
 			if err != nil {
 				return nil, fmt.Errorf("reformat_file: %w", err)
 			}

@@ -3,6 +3,7 @@ package editorcontext
 import (
 	"context"
 
+	"github.com/nvim-claude/nvim-claude/app/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 	"github.com/nvim-claude/nvim-claude/workspace"
@@ -16,24 +17,24 @@ import (
 // on disk since the buffer read it — then nothing is written and the user
 // is told, rather than the change on disk being overwritten.
 
-func (c *editorContext) saveDocumentTool() mcp.Tool {
+func (c *Context) saveDocumentTool() mcp.Tool {
 	return mcp.Tool{
 		Name:        "saveDocument",
 		Description: "Save a document with unsaved changes",
 		InputSchema: filePathSchema("Path to the file to save"),
 		Handler: func(ctx context.Context, req *mcp.ToolRequest) (*mcp.ToolResult, error) {
 			path, err := c.filePathArg(ctx, req, workspace.Show)
-			if refused(err) {
+			if workspace.Refused(err) {
 				return mcp.JSONResult(failure{Message: err.Error()})
 			}
 			if err != nil {
 				return nil, err
 			}
-			ectx, cancel := editorCtx(ctx)
+			ectx, cancel := host.EditorCtx(ctx)
 			defer cancel()
-			res, err := c.app.ed.SaveDocument(ectx, path)
+			res, err := c.ed.SaveDocument(ectx, path)
 			if err != nil {
-				return nil, editorError("saveDocument", err)
+				return nil, host.EditorError("saveDocument", err)
 			}
 			type answer struct {
 				Success  bool   `json:"success"`

@@ -2,11 +2,12 @@ package selection
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
+
+	"github.com/nvim-claude/nvim-claude/app/host"
 )
 
 // mentionDefaultTimeout is how long a mention waits for a CLI to connect
@@ -60,11 +61,7 @@ func (m mention) validate() error {
 
 // handleMention delivers mentions to the connected CLIs, or queues them
 // until one connects.
-func (c *selection) handleMention(_ context.Context, raw json.RawMessage) (any, error) {
-	var req mentionRequest
-	if err := json.Unmarshal(raw, &req); err != nil {
-		return nil, fmt.Errorf("mention: bad parameters: %w", err)
-	}
+func (c *Tracker) handleMention(_ context.Context, req mentionRequest) (any, error) {
 	if len(req.Mentions) == 0 {
 		return nil, errors.New("mention: nothing to send")
 	}
@@ -77,9 +74,8 @@ func (c *selection) handleMention(_ context.Context, raw json.RawMessage) (any, 
 	if req.TimeoutMS != nil && *req.TimeoutMS > 0 {
 		timeout = time.Duration(*req.TimeoutMS * float64(time.Millisecond))
 	}
-	srv := c.app.server()
-	if srv == nil {
-		return nil, errors.New("the IDE server is not running (:ClaudeStart starts it)")
+	if !c.h.Running() {
+		return nil, host.ErrNotRunning
 	}
 
 	c.mu.Lock()
@@ -96,7 +92,7 @@ func (c *selection) handleMention(_ context.Context, raw json.RawMessage) (any, 
 
 	delivered := 0
 	for _, m := range req.Mentions {
-		if n := srv.Broadcast("at_mentioned", m); n > delivered {
+		if n := c.h.Broadcast("at_mentioned", m); n > delivered {
 			delivered = n
 		}
 	}
@@ -108,12 +104,12 @@ func (c *selection) handleMention(_ context.Context, raw json.RawMessage) (any, 
 		c.post(selEvent{kind: selMentions})
 		return mentionReply{Queued: n}, nil
 	}
-	c.app.post("mentions.sent", map[string]any{"mentions": req.Mentions})
+	c.h.Emit("mentions.sent", map[string]any{"mentions": req.Mentions})
 	return mentionReply{Delivered: delivered}, nil
 }
 
 // enqueue must be called with c.mu held; it returns the queue's length.
-func (c *selection) enqueue(ms []mention, timeout time.Duration) int {
+func (c *Tracker) enqueue(ms []mention, timeout time.Duration) int {
 	deadline := time.Now().Add(timeout)
 	for _, m := range ms {
 		c.queue = append(c.queue, queuedMention{m: m, deadline: deadline, timeout: timeout})
@@ -122,7 +118,7 @@ func (c *selection) enqueue(ms []mention, timeout time.Duration) int {
 }
 
 // takeQueue must be called with c.mu held.
-func (c *selection) takeQueue() []mention {
+func (c *Tracker) takeQueue() []mention {
 	if len(c.queue) == 0 {
 		return nil
 	}
@@ -136,7 +132,7 @@ func (c *selection) takeQueue() []mention {
 
 // deliverQueued sends the queued mentions to a CLI that just connected.
 // Any it could not take go back to the user as undelivered.
-func (c *selection) deliverQueued(clientID string, ms []mention) {
+func (c *Tracker) deliverQueued(clientID string, ms []mention) {
 	if len(ms) == 0 {
 		return
 	}
@@ -149,13 +145,13 @@ func (c *selection) deliverQueued(clientID string, ms []mention) {
 		}
 	}
 	if len(sent) > 0 {
-		c.app.post("mentions.sent", map[string]any{"mentions": sent})
+		c.h.Emit("mentions.sent", map[string]any{"mentions": sent})
 	}
 	c.reportUndelivered(lost, undeliveredFailed, 0)
 }
 
 // armExpiry points t at the earliest deadline in the queue (run's timer).
-func (c *selection) armExpiry(t *time.Timer) {
+func (c *Tracker) armExpiry(t *time.Timer) {
 	c.mu.Lock()
 	var next time.Time
 	for _, q := range c.queue {
@@ -173,7 +169,7 @@ func (c *selection) armExpiry(t *time.Timer) {
 // expireMentions gives up on mentions whose deadline has passed, and on
 // those due within a moment (a :ClaudeSend right after another), so the
 // user gets one message for them.
-func (c *selection) expireMentions(now time.Time) {
+func (c *Tracker) expireMentions(now time.Time) {
 	c.mu.Lock()
 	var lost []mention
 	var timeout time.Duration
@@ -204,9 +200,9 @@ const (
 
 // reportUndelivered tells the user (Lua's mentions module words the
 // message) which mentions no CLI received.
-func (c *selection) reportUndelivered(ms []mention, reason string, timeout time.Duration) {
+func (c *Tracker) reportUndelivered(ms []mention, reason string, timeout time.Duration) {
 	if len(ms) == 0 {
 		return
 	}
-	c.app.post("mentions.undelivered", map[string]any{"mentions": ms, "reason": reason, "timeout_ms": timeout.Milliseconds()})
+	c.h.Emit("mentions.undelivered", map[string]any{"mentions": ms, "reason": reason, "timeout_ms": timeout.Milliseconds()})
 }

@@ -4,19 +4,21 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/nvim-claude/nvim-claude/app/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 )
 
-// selectionEditor is what the selection tracker (selection_changed),
+// Editor is what the selection tracker (selection_changed),
 // mentions (at_mentioned) and the selection tools need from Neovim.
-type selectionEditor interface {
+type Editor interface {
 	// PullSelection gathers the current window's selection once the
 	// cursor has come to rest (SelectionKindWait while it still moves,
 	// unless force).
@@ -47,7 +49,7 @@ const (
 	selGreetDelay = 750 * time.Millisecond
 )
 
-// selection is the component for the selection tracker (selection_changed),
+// Tracker is the feature for the selection tracker (selection_changed),
 // mentions (at_mentioned) and the selection tools.
 //
 // Lua tells it that the cursor moved (selection_dirty, once per quiet
@@ -59,8 +61,10 @@ const (
 // The same goroutine greets a newly connected CLI with the latest selection
 // and the mentions queued for it, so that nothing reaches a client out of
 // order.
-type selection struct {
-	app         *App
+type Tracker struct {
+	h           host.Host
+	ed          Editor
+	log         *slog.Logger
 	pullTimeout time.Duration
 
 	ctx    context.Context // cancelled by close
@@ -84,10 +88,14 @@ type selection struct {
 	ready        map[string]struct{} // CLIs greeted: they take notifications
 }
 
-func newSelection(a *App) *selection {
+// New makes the selection feature and starts its tracker; Hooks().Close
+// stops it.
+func New(h host.Host, ed Editor) *Tracker {
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &selection{
-		app:         a,
+	c := &Tracker{
+		h:           h,
+		ed:          ed,
+		log:         h.Logger().With("feature", "selection"),
 		pullTimeout: selPullTimeout,
 		greetDelay:  selGreetDelay,
 		ctx:         ctx,
@@ -101,48 +109,53 @@ func newSelection(a *App) *selection {
 	return c
 }
 
-func (c *selection) name() string { return "selection" }
+// Name names the feature.
+func (c *Tracker) Name() string { return "selection" }
+
+// Hooks are the feature's tools, Lua handlers and connection observers.
+func (c *Tracker) Hooks() host.Hooks {
+	return host.Hooks{
+		Tools: c.tools,
+		LuaRequests: map[string]host.LuaRequest{
+			"mention":         host.Request("mention", c.handleMention),
+			"selection_share": host.Request("selection_share", c.handleShare),
+		},
+		LuaNotifications: map[string]host.LuaNotification{
+			"selection_dirty":  func(json.RawMessage) { c.post(selEvent{kind: selDirty}) },
+			"selection_update": host.Notification(c.log, "selection_update", c.handleUpdate),
+		},
+		ClientConnected:    c.clientConnected,
+		ClientDisconnected: c.clientDisconnected,
+		Close:              c.close,
+	}
+}
 
 // close stops the tracker's goroutine and waits for it.
-func (c *selection) close() {
+func (c *Tracker) close() {
 	c.cancel()
 	<-c.done
 }
 
-func (c *selection) tools() []mcp.Tool {
-	return []mcp.Tool{c.getCurrentSelectionTool(), c.getLatestSelectionTool()}
+func (c *Tracker) tools() []mcp.Tool {
+	return []mcp.Tool{c.CurrentSelectionTool(), c.getLatestSelectionTool()}
 }
 
-func (c *selection) luaRequests() map[string]func(context.Context, json.RawMessage) (any, error) {
-	return map[string]func(context.Context, json.RawMessage) (any, error){
-		"mention":         c.handleMention,
-		"selection_share": c.handleShare,
-	}
-}
-
-func (c *selection) luaNotifications() map[string]func(json.RawMessage) {
-	return map[string]func(json.RawMessage){
-		"selection_dirty":  c.handleDirty,
-		"selection_update": c.handleUpdate,
-	}
-}
-
-func (c *selection) clientConnected(ci mcp.ClientInfo) {
+func (c *Tracker) clientConnected(ci mcp.ClientInfo) {
 	c.post(selEvent{kind: selConnected, client: ci.ID})
 }
 
-func (c *selection) clientDisconnected(ci mcp.ClientInfo) {
+func (c *Tracker) clientDisconnected(ci mcp.ClientInfo) {
 	c.mu.Lock()
 	delete(c.ready, ci.ID)
 	c.mu.Unlock()
 	c.post(selEvent{kind: selGone, client: ci.ID})
 }
 
-func (c *selection) serverStarted() {}
+func (c *Tracker) serverStarted() {}
 
 // serverStopped forgets what the old clients were sent and tells the user
 // about mentions that will now never be delivered.
-func (c *selection) serverStopped() {
+func (c *Tracker) serverStopped() {
 	c.mu.Lock()
 	c.co.forgetSent()
 	c.ready = map[string]struct{}{}
@@ -180,45 +193,38 @@ type selEvent struct {
 }
 
 // post hands an event to run without blocking a handler.
-func (c *selection) post(ev selEvent) bool {
+func (c *Tracker) post(ev selEvent) bool {
 	select {
 	case c.inbox <- ev:
 		return true
 	default:
-		c.app.log.Warn("selection tracker busy; dropping an event", "kind", int(ev.kind))
+		c.log.Warn("selection tracker busy; dropping an event", "kind", int(ev.kind))
 		return false
 	}
 }
 
-func (c *selection) handleDirty(json.RawMessage) {
-	c.post(selEvent{kind: selDirty})
+// updateParams are selection_update's parameters.
+type updateParams struct {
+	State nvimbridge.SelectionState `json:"state"`
+	// Pull: Lua left its move autocmds disarmed; the pull after the
+	// debounce re-arms them once the cursor rests.
+	Pull bool `json:"pull"`
 }
 
-func (c *selection) handleUpdate(raw json.RawMessage) {
-	var p struct {
-		State nvimbridge.SelectionState `json:"state"`
-		// Pull: Lua left its move autocmds disarmed; the pull after the
-		// debounce re-arms them once the cursor rests.
-		Pull bool `json:"pull"`
-	}
-	if err := json.Unmarshal(raw, &p); err != nil {
-		c.app.log.Warn("selection_update: bad parameters", "err", err)
-		return
-	}
+func (c *Tracker) handleUpdate(p updateParams) {
 	c.post(selEvent{kind: selUpdate, state: p.State, pull: p.Pull})
 }
 
 // handleShare turns sharing on or off. It is a request, not a
 // notification: when :ClaudeShare off returns, nothing more is shared and
 // the CLIs have been told to forget the selection.
-func (c *selection) handleShare(_ context.Context, raw json.RawMessage) (any, error) {
-	var p struct {
-		On         bool     `json:"on"`
-		DebounceMS *float64 `json:"debounce_ms"`
-	}
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return nil, fmt.Errorf("selection_share: bad parameters: %w", err)
-	}
+// shareParams are selection_share's parameters.
+type shareParams struct {
+	On         bool     `json:"on"`
+	DebounceMS *float64 `json:"debounce_ms"`
+}
+
+func (c *Tracker) handleShare(_ context.Context, p shareParams) (any, error) {
 	d := time.Duration(-1)
 	if p.DebounceMS != nil && *p.DebounceMS >= 0 {
 		d = time.Duration(*p.DebounceMS * float64(time.Millisecond))
@@ -232,7 +238,7 @@ func (c *selection) handleShare(_ context.Context, raw json.RawMessage) (any, er
 
 // run owns the debounce, greeting and mention-expiry timers; it is the
 // only goroutine that sends selection_changed.
-func (c *selection) run() {
+func (c *Tracker) run() {
 	defer close(c.done)
 	debounce := time.NewTimer(time.Hour)
 	selStopTimer(debounce)
@@ -344,13 +350,13 @@ func selStopTimer(t *time.Timer) {
 	}
 }
 
-func (c *selection) isSharing() bool {
+func (c *Tracker) isSharing() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.sharing
 }
 
-func (c *selection) debounceDur() time.Duration {
+func (c *Tracker) debounceDur() time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.holdDebounce {
@@ -361,7 +367,7 @@ func (c *selection) debounceDur() time.Duration {
 
 // setSharing turns sharing on (a new epoch of Lua's sequence numbers) or
 // off, in which case every CLI is told to forget the selection it holds.
-func (c *selection) setSharing(on bool, debounce time.Duration) {
+func (c *Tracker) setSharing(on bool, debounce time.Duration) {
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
 	c.mu.Lock()
@@ -378,18 +384,18 @@ func (c *selection) setSharing(on bool, debounce time.Duration) {
 	}
 	c.mu.Unlock()
 	if send {
-		c.app.broadcast("selection_changed", p)
+		c.h.Broadcast("selection_changed", p)
 	}
 }
 
 // pull asks Neovim for the state and applies it. It returns how long to
 // wait before asking again when the cursor is still moving.
-func (c *selection) pull(force bool) (time.Duration, error) {
+func (c *Tracker) pull(force bool) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(c.ctx, c.pullTimeout)
 	defer cancel()
-	st, err := c.app.ed.PullSelection(ctx, force)
+	st, err := c.ed.PullSelection(ctx, force)
 	if err != nil {
-		c.app.log.Debug("selection pull failed", "err", err)
+		c.log.Debug("selection pull failed", "err", err)
 		return 0, err
 	}
 	if st.Kind == nvimbridge.SelectionKindWait {
@@ -408,7 +414,7 @@ func (c *selection) pull(force bool) (time.Duration, error) {
 
 // apply feeds one observation to the coalescer and broadcasts what it
 // says must go out.
-func (c *selection) apply(st *nvimbridge.SelectionState) {
+func (c *Tracker) apply(st *nvimbridge.SelectionState) {
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
 	c.mu.Lock()
@@ -419,13 +425,13 @@ func (c *selection) apply(st *nvimbridge.SelectionState) {
 	p, send := c.co.observe(st)
 	c.mu.Unlock()
 	if send {
-		c.app.broadcast("selection_changed", p)
+		c.h.Broadcast("selection_changed", p)
 	}
 }
 
 // flush makes a pending debounced pull happen now, so that a tool answers
 // with what the CLIs are about to be sent.
-func (c *selection) flush(ctx context.Context) {
+func (c *Tracker) flush(ctx context.Context) {
 	reply := make(chan struct{})
 	if !c.post(selEvent{kind: selFlush, reply: reply}) {
 		return
@@ -438,7 +444,7 @@ func (c *selection) flush(ctx context.Context) {
 }
 
 // latest is the latest shared selection, if any.
-func (c *selection) latest() (selPayload, bool) {
+func (c *Tracker) latest() (selPayload, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.sharing {
@@ -449,7 +455,7 @@ func (c *selection) latest() (selPayload, bool) {
 
 // greet sends a newly connected CLI the latest selection, then the
 // mentions queued for it; from now on it takes mentions directly.
-func (c *selection) greet(clientID string) {
+func (c *Tracker) greet(clientID string) {
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
 	c.mu.Lock()
@@ -477,12 +483,8 @@ func (c *selection) greet(clientID string) {
 }
 
 // connected reports whether clientID is still connected.
-func (c *selection) connected(clientID string) bool {
-	srv := c.app.server()
-	if srv == nil {
-		return false
-	}
-	for _, ci := range srv.Clients() {
+func (c *Tracker) connected(clientID string) bool {
+	for _, ci := range c.h.Clients() {
 		if ci.ID == clientID {
 			return true
 		}
@@ -490,26 +492,13 @@ func (c *selection) connected(clientID string) bool {
 	return false
 }
 
-// clientNotifier is the part of *mcp.Server that reaches one client.
-type clientNotifier interface {
-	Notify(clientID, method string, params any) error
-}
-
-// notifyClient sends a notification to one client (every client when the
-// server cannot address one).
-func (c *selection) notifyClient(clientID, method string, params any) bool {
-	srv := c.app.server()
-	if srv == nil {
+// notifyClient sends a notification to one client.
+func (c *Tracker) notifyClient(clientID, method string, params any) bool {
+	if err := c.h.Notify(clientID, method, params); err != nil {
+		c.log.Debug("notify client", "client", clientID, "method", method, "err", err)
 		return false
 	}
-	if n, ok := srv.(clientNotifier); ok {
-		if err := n.Notify(clientID, method, params); err != nil {
-			c.app.log.Debug("notify client", "client", clientID, "method", method, "err", err)
-			return false
-		}
-		return true
-	}
-	return srv.Broadcast(method, params) > 0
+	return true
 }
 
 // The coalescer ---------------------------------------------------------------

@@ -8,11 +8,11 @@ import (
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 )
 
-// getCurrentSelectionTool is the VS Code extension's getCurrentSelection:
+// CurrentSelectionTool is the VS Code extension's getCurrentSelection:
 // the selection (or cursor) in the active editor — the current window if it
 // shows a file, else the file window used last, since the Claude terminal
 // usually has the focus when a client asks.
-func (c *selection) getCurrentSelectionTool() mcp.Tool {
+func (c *Tracker) CurrentSelectionTool() mcp.Tool {
 	return mcp.Tool{
 		Name:        "getCurrentSelection",
 		Description: "Get the current text selection (or cursor position) in the active editor in Neovim",
@@ -21,7 +21,7 @@ func (c *selection) getCurrentSelectionTool() mcp.Tool {
 			if !c.isSharing() {
 				return mcp.JSONResult(selFailure(selSharingOffMessage))
 			}
-			st, err := c.app.ed.CurrentSelection(ctx)
+			st, err := c.ed.CurrentSelection(ctx)
 			if err != nil {
 				return nil, fmt.Errorf("could not read the selection from Neovim: %w", err)
 			}

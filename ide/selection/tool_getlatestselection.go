@@ -10,7 +10,7 @@ import (
 // selection last shared, even from a file that is no longer active. A
 // debounced update still pending is made first, so the answer matches what
 // the CLIs are sent.
-func (c *selection) getLatestSelectionTool() mcp.Tool {
+func (c *Tracker) getLatestSelectionTool() mcp.Tool {
 	return mcp.Tool{
 		Name:        "getLatestSelection",
 		Description: "Get the most recent text selection (or cursor position) shared by Neovim, even if it is in a file that is no longer active",

@@ -80,7 +80,7 @@ func runGoBench(ctx context.Context, r *runner) (*section, error) {
 	}
 	pkgs := []benchPkg{{"./mcp/", ".", "the JSON-RPC codec (mcp/bench_test.go)"}}
 	if _, err := os.Stat(filepath.Join(r.root, "plugin", "selection_bench_test.go")); err == nil {
-		pkgs = append(pkgs, benchPkg{"./plugin/", "^BenchmarkSel", "the selection coalescer (plugin/selection_bench_test.go)"})
+		pkgs = append(pkgs, benchPkg{"./ide/selection/", "^BenchmarkSel", "the selection coalescer (ide/selection/selection_bench_test.go)"})
 	} else {
 		sec.printf("The selection coalescer benchmark (plugin/selection_bench_test.go) is not in this checkout: not available.\n\n")
 	}

@@ -26,10 +26,10 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/nvim-claude/nvim-claude/app"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 	"github.com/nvim-claude/nvim-claude/nvimbridge/nvimtest"
-	"github.com/nvim-claude/nvim-claude/plugin"
 )
 
 // size is the load: clients × calls each, while moves cursor moves go out.
@@ -291,11 +291,11 @@ func TestSoak(t *testing.T) {
 	n := nvimtest.Start(t, nvimtest.Options{Dir: dir, Init: `require("claude").setup({}) vim.cmd("edit load.txt")`})
 	b := nvimbridge.Wrap(n.Nvim, nil)
 	t.Cleanup(b.CloseProposals)
-	app := plugin.New(plugin.Options{Editor: b})
-	if err := app.Register(b); err != nil {
+	a := app.New(app.Options{Editor: b})
+	if err := a.Register(b); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = app.Close() })
+	t.Cleanup(func() { _ = a.Close() })
 	var st struct {
 		St struct {
 			Running  bool   `json:"running"`

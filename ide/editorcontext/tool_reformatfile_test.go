@@ -1,8 +1,9 @@
-package app
+package editorcontext
 
 import (
 	"testing"
 
+	"github.com/nvim-claude/nvim-claude/internal/testkit"
 	"github.com/nvim-claude/nvim-claude/nvimbridge/nvimtest"
 )
 
@@ -27,14 +28,14 @@ const goplsReady = `(function() local cs = vim.lsp.get_clients and vim.lsp.get_c
 
 func TestToolReformatFileNoFormatter(t *testing.T) {
 	h := startCtxHarness(t, map[string]string{"a.txt": "a\n"})
-	tr := sendCall(1, "reformat_file", obj{"file_path", "a.txt"}) +
-		wantErrText(1, "No formatter: no language server is attached to "+h.path("a.txt")) + `
+	tr := testkit.SendCall(1, "reformat_file", testkit.Obj{"file_path", "a.txt"}) +
+		testkit.WantErrText(1, "No formatter: no language server is attached to "+h.path("a.txt")) + `
 # a file that was not open is not left loaded
 check: not vim.api.nvim_buf_is_loaded(vim.fn.bufnr("a.txt"))
-` + sendCall(2, "reformat_file", obj{"file_path", "missing.go"}) +
-		wantErrText(2, "File not found: "+h.path("missing.go")) +
-		sendCall(3, "reformat_file", obj{}) +
-		wantErrText(3, "invalid arguments: file_path is required")
+` + testkit.SendCall(2, "reformat_file", testkit.Obj{"file_path", "missing.go"}) +
+		testkit.WantErrText(2, "File not found: "+h.path("missing.go")) +
+		testkit.SendCall(3, "reformat_file", testkit.Obj{}) +
+		testkit.WantErrText(3, "invalid arguments: file_path is required")
 	h.run(t, tr)
 }
 
@@ -50,18 +51,18 @@ func TestToolReformatFileGopls(t *testing.T) {
 	tr := `lua: vim.cmd("edit open.go")
 wait: ` + goplsReady + `
 # an open file: formatted and written
-` + sendCall(1, "reformat_file", obj{"file_path", "open.go"}) +
-		wantText(1, "OK") + `
+` + testkit.SendCall(1, "reformat_file", testkit.Obj{"file_path", "open.go"}) +
+		testkit.WantText(1, "OK") + `
 check: table.concat(vim.fn.readfile("open.go"), "\n") == "package fmt\n\nfunc Open() {}" and not vim.bo.modified
 # a file not open: loaded, gopls attaches, formatted, written
-` + sendCall(2, "reformat_file", obj{"file_path", h.path("other.go")}) +
-		wantText(2, "OK") + `
+` + testkit.SendCall(2, "reformat_file", testkit.Obj{"file_path", h.path("other.go")}) +
+		testkit.WantText(2, "OK") + `
 check: table.concat(vim.fn.readfile("other.go"), "\n") == "package fmt\n\nfunc Other() {}"
 # unsaved changes: formatted in the editor only
 lua: vim.cmd("edit dirty.go") vim.api.nvim_buf_set_lines(0, 1, 2, false, { "func  Dirty( ) { }" })
 wait: ` + goplsReady + `
-` + sendCall(3, "reformat_file", obj{"file_path", "dirty.go"}) +
-		wantText(3, "OK (formatted in the editor; not written, since the buffer has unsaved changes)") + `
+` + testkit.SendCall(3, "reformat_file", testkit.Obj{"file_path", "dirty.go"}) +
+		testkit.WantText(3, "OK (formatted in the editor; not written, since the buffer has unsaved changes)") + `
 check: vim.api.nvim_buf_get_lines(0, 0, -1, false)[3] == "func Dirty() {}" and vim.bo.modified
 check: vim.fn.readfile("dirty.go")[2] == "func Dirty( ) {}"`
 	h.run(t, tr)

@@ -1,4 +1,4 @@
-package app
+package review
 
 import (
 	"os"
@@ -121,7 +121,7 @@ func TestOpenDiffDisconnect(t *testing.T) {
 		"-> "+diffOpenCall(1, "$FILE", diffTab, "changed\n"),
 		`?? #require("claude.diff").pending() == 1`,
 	))
-	_ = cli.ws.Close()
+	_ = cli.WS.Close()
 	h.WaitFor(t, 10*time.Second, `#require("claude.diff").pending() == 0 and #vim.api.nvim_list_wins() == 2`,
 		`return require("claude.diff").pending()`, "the diff to close")
 	if n := h.diffWindows(t); n != 0 {

@@ -1,8 +1,7 @@
-package app
+package editorcontext
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nvim-claude/nvim-claude/app/core"
+	"github.com/nvim-claude/nvim-claude/app/host"
+	"github.com/nvim-claude/nvim-claude/internal/testkit"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 	"github.com/nvim-claude/nvim-claude/nvimbridge/nvimtest"
@@ -17,15 +19,17 @@ import (
 
 func TestToolGetWorkspaceFolders(t *testing.T) {
 	h := startCtxHarness(t, map[string]string{"a.txt": "a\n"})
-	folder := func(p string) obj { return obj{"name", filepath.Base(p), "uri", "file://" + p, "path", p} }
+	folder := func(p string) testkit.Obj {
+		return testkit.Obj{"name", filepath.Base(p), "uri", "file://" + p, "path", p}
+	}
 	var lspEvents bool
 	h.Eval(t, `return vim.fn.exists("##LspAttach") == 1`, &lspEvents)
-	h.run(t, sendCall(1, "getWorkspaceFolders", obj{})+
-		wantJSONText(1, obj{"success", true, "folders", []obj{folder(h.dir)}, "rootPath", h.dir}))
+	h.run(t, testkit.SendCall(1, "getWorkspaceFolders", testkit.Obj{})+
+		testkit.WantJSONText(1, testkit.Obj{"success", true, "folders", []testkit.Obj{folder(h.dir)}, "rootPath", h.dir}))
 
 	// Language servers' folders follow the cwd; one inside the cwd adds
 	// nothing.
-	h.run(t, "lua: "+luaCall(fakeLSPClients, []string{h.out, h.path("sub")}))
+	h.run(t, "lua: "+testkit.LuaCall(fakeLSPClients, []string{h.out, h.path("sub")}))
 	if lspEvents {
 		// From Neovim 0.8 Lua pushes the list when a server attaches, and
 		// the call answers from it: wait until it has arrived.
@@ -34,23 +38,23 @@ func TestToolGetWorkspaceFolders(t *testing.T) {
 	}
 	// On 0.7 nothing fires: the call asks Neovim, and that is what puts the
 	// server's folder in the lock file.
-	h.run(t, sendCall(2, "getWorkspaceFolders", obj{})+
-		wantJSONText(2, obj{"success", true, "folders", []obj{folder(h.dir), folder(h.out)}, "rootPath", h.dir}))
-	l, err := mcp.ReadLockFile(h.app.server().LockPath())
+	h.run(t, testkit.SendCall(2, "getWorkspaceFolders", testkit.Obj{})+
+		testkit.WantJSONText(2, testkit.Obj{"success", true, "folders", []testkit.Obj{folder(h.dir), folder(h.out)}, "rootPath", h.dir}))
+	l, err := mcp.ReadLockFile(h.app.Server().LockPath())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := mustJSONString(l.WorkspaceFolders), mustJSONString([]string{h.dir, h.out}); got != want {
+	if got, want := testkit.MustJSONString(l.WorkspaceFolders), testkit.MustJSONString([]string{h.dir, h.out}); got != want {
 		t.Fatalf("lock workspaceFolders = %s, want %s", got, want)
 	}
 }
 
 // waitLockFolders waits until the lock file lists want.
-func waitLockFolders(t *testing.T, app *App, want ...string) {
+func waitLockFolders(t *testing.T, app *core.App, want ...string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * nvimtest.Slack * time.Second)
 	for {
-		l, err := mcp.ReadLockFile(app.server().LockPath())
+		l, err := mcp.ReadLockFile(app.Server().LockPath())
 		if err == nil && strings.Join(l.WorkspaceFolders, "|") == strings.Join(want, "|") {
 			return
 		}
@@ -109,21 +113,20 @@ func TestGetWorkspaceFoldersFromPush(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ed := &workspaceEditor{ws: nvimbridge.Workspace{Cwd: cwd, Folders: []string{cwd}, Version: tt.version}}
-			app := New(Options{Editor: ed})
+			var feat *Context
+			app := core.New(core.Options{Editor: nil, Features: func(h host.Host) []host.Feature {
+				feat = New(h, ed, "test")
+				return []host.Feature{feat}
+			}})
 			t.Cleanup(func() { _ = app.Close() })
 			start := func() {
-				if err := app.Start(context.Background(), startParams{PID: os.Getpid(), Cwd: cwd, ConfigDir: t.TempDir()}); err != nil {
+				if err := app.Start(context.Background(), core.StartParams{PID: os.Getpid(), Cwd: cwd, ConfigDir: t.TempDir()}); err != nil {
 					t.Fatal(err)
 				}
 			}
 			start()
-			var ec *editorContext
-			for _, c := range app.components {
-				if x, ok := c.(*editorContext); ok {
-					ec = x
-				}
-			}
-			tool := ec.getWorkspaceFoldersTool()
+			ec := feat
+			tool := ec.WorkspaceFoldersTool()
 			// The first call asks Neovim.
 			if _, ok := ec.pushedFoldersAnswer(); ok {
 				t.Fatal("answered before anything was known")
@@ -132,10 +135,10 @@ func TestGetWorkspaceFoldersFromPush(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tt.push != nil {
-				ec.handleWorkspaceFolders(json.RawMessage(mustJSONString(map[string]any{"folders": tt.push})))
+				ec.handleWorkspaceFolders(foldersParams{Folders: tt.push})
 			}
 			if tt.cd != "" {
-				app.handleCwdChanged(json.RawMessage(mustJSONString(map[string]string{"cwd": tt.cd})))
+				app.Workspace().SetCwd(tt.cd)
 			}
 			if tt.stop {
 				if err := app.StopServer(); err != nil {
@@ -160,7 +163,7 @@ func TestGetWorkspaceFoldersFromPush(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got, want := mustJSONString(res), mustJSONString(want); got != want {
+			if got, want := testkit.MustJSONString(res), testkit.MustJSONString(want); got != want {
 				t.Fatalf("answer from the push %s, from Neovim %s", got, want)
 			}
 		})
@@ -175,22 +178,21 @@ func TestGetWorkspaceFoldersPushDuringQuery(t *testing.T) {
 		t.Fatal(err)
 	}
 	ed := &workspaceEditor{ws: nvimbridge.Workspace{Cwd: cwd, Folders: []string{cwd}, Version: "0.10.4"}}
-	app := New(Options{Editor: ed})
+	var feat *Context
+	app := core.New(core.Options{Editor: nil, Features: func(h host.Host) []host.Feature {
+		feat = New(h, ed, "test")
+		return []host.Feature{feat}
+	}})
 	t.Cleanup(func() { _ = app.Close() })
-	if err := app.Start(context.Background(), startParams{PID: os.Getpid(), Cwd: cwd, ConfigDir: t.TempDir()}); err != nil {
+	if err := app.Start(context.Background(), core.StartParams{PID: os.Getpid(), Cwd: cwd, ConfigDir: t.TempDir()}); err != nil {
 		t.Fatal(err)
 	}
-	var ec *editorContext
-	for _, c := range app.components {
-		if x, ok := c.(*editorContext); ok {
-			ec = x
-		}
-	}
+	ec := feat
 	pushed := []string{cwd, "/srv/lsp-root"}
 	ed.during = func() {
-		ec.handleWorkspaceFolders(json.RawMessage(mustJSONString(map[string]any{"folders": pushed})))
+		ec.handleWorkspaceFolders(foldersParams{Folders: pushed})
 	}
-	tool := ec.getWorkspaceFoldersTool()
+	tool := ec.WorkspaceFoldersTool()
 	if _, err := tool.Handler(context.Background(), &mcp.ToolRequest{}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package app
+package review
 
 import (
 	"context"
@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nvim-claude/nvim-claude/app/core"
+	"github.com/nvim-claude/nvim-claude/app/host"
+	"github.com/nvim-claude/nvim-claude/internal/testkit"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 	"github.com/nvim-claude/nvim-claude/nvimbridge/nvimtest"
@@ -21,7 +24,8 @@ import (
 // the tests talk to like the CLI does.
 type diffHarness struct {
 	*nvimtest.Nvim
-	app   *App
+	app   *core.App
+	rev   *Reviews
 	dir   string
 	port  int
 	token string
@@ -58,40 +62,44 @@ require("claude.terminal").open(1, {}, false)`
 	if wrap != nil {
 		ed = wrap(b)
 	}
-	app := New(Options{Editor: ed})
+	var feat *Reviews
+	app := core.New(core.Options{Editor: b, Features: func(h host.Host) []host.Feature {
+		feat = New(h, ed)
+		return []host.Feature{feat}
+	}})
 	if err := app.Register(b); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = app.Close() })
 	var pid int
 	n.Eval(t, `return vim.fn.getpid()`, &pid)
-	if err := app.Start(context.Background(), startParams{PID: pid, Cwd: dir, ConfigDir: t.TempDir()}); err != nil {
+	if err := app.Start(context.Background(), core.StartParams{PID: pid, Cwd: dir, ConfigDir: t.TempDir()}); err != nil {
 		t.Fatal(err)
 	}
-	srv := app.server()
+	srv := app.Server()
 	lock, err := mcp.ReadLockFile(srv.LockPath())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &diffHarness{Nvim: n, app: app, dir: dir, port: srv.Port(), token: lock.AuthToken}
+	return &diffHarness{Nvim: n, app: app, rev: feat, dir: dir, port: srv.Port(), token: lock.AuthToken}
 }
 
 // diffCLI is a stand-in for one connected CLI.
 type diffCLI struct {
-	*testCLI
+	*testkit.CLI
 	pings int
 }
 
 // connect opens a connection and does the CLI's handshake with pid.
 func (h *diffHarness) connect(t *testing.T, pid int) *diffCLI {
 	t.Helper()
-	c := &diffCLI{testCLI: dialCLI(t, h.port, h.token, 64)}
-	c.send(t, cliInitialize)
+	c := &diffCLI{CLI: testkit.DialCLI(t, h.port, h.token, 64)}
+	c.Send(t, testkit.CLIInitialize)
 	if f := c.next(t); !strings.Contains(f, `"id":0,"result"`) {
 		t.Fatalf("initialize: %s", f)
 	}
-	c.send(t, cliInitialized)
-	c.send(t, cliIDEConnected(pid))
+	c.Send(t, testkit.CLIInitialized)
+	c.Send(t, testkit.CLIIDEConnected(pid))
 	return c
 }
 
@@ -102,7 +110,7 @@ func (c *diffCLI) next(t *testing.T) string {
 	timeout := time.After(20 * time.Second)
 	for {
 		select {
-		case f, ok := <-c.frames:
+		case f, ok := <-c.Frames:
 			if !ok {
 				t.Fatal("connection closed")
 			}
@@ -120,7 +128,7 @@ func (c *diffCLI) quiet(t *testing.T) {
 	t.Helper()
 	c.pings++
 	id := fmt.Sprintf(`"quiet-%d"`, c.pings)
-	c.send(t, `{"jsonrpc":"2.0","id":`+id+`,"method":"ping"}`)
+	c.Send(t, `{"jsonrpc":"2.0","id":`+id+`,"method":"ping"}`)
 	if got, want := c.next(t), `{"jsonrpc":"2.0","id":`+id+`,"result":{}}`; got != want {
 		t.Fatalf("unexpected frame %s", got)
 	}
@@ -180,7 +188,7 @@ func (h *diffHarness) run(t *testing.T, clis []*diffCLI, transcript string) {
 		case "<*":
 			set, setConn = append(set, arg), conn
 		case "->":
-			clis[conn].send(t, arg)
+			clis[conn].Send(t, arg)
 		case "<-":
 			if got := clis[conn].next(t); got != arg {
 				t.Fatalf("transcript line %d:\n got %s\nwant %s\nnotes: %s", i+1, got, arg, h.notes(t))

@@ -1,8 +1,7 @@
-package app
+package editorcontext
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nvim-claude/nvim-claude/app/core"
+	"github.com/nvim-claude/nvim-claude/app/host"
+	"github.com/nvim-claude/nvim-claude/internal/testkit"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 	"github.com/nvim-claude/nvim-claude/nvimbridge/nvimtest"
@@ -22,10 +24,10 @@ import (
 // socket, and one connection that talks like the CLI.
 type ctxHarness struct {
 	*nvimtest.Nvim
-	app *App
+	app *core.App
 	dir string // the workspace (Neovim's cwd), symlinks resolved
 	out string // a directory outside the workspace
-	*testCLI
+	*testkit.CLI
 	pings int
 }
 
@@ -58,14 +60,19 @@ require("claude").setup({})`
 	n := nvimtest.Start(t, nvimtest.Options{Dir: dir, Init: init})
 	b := nvimbridge.Wrap(n.Nvim, nil)
 	t.Cleanup(b.CloseProposals)
-	app := New(Options{Editor: b})
+	var feat *Context
+	app := core.New(core.Options{Editor: b, Features: func(h host.Host) []host.Feature {
+		feat = New(h, b, "test")
+		return []host.Feature{feat}
+	}})
+	_ = feat
 	if err := app.Register(b); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = app.Close() })
 	var pid int
 	n.Eval(t, `return vim.fn.getpid()`, &pid)
-	if err := app.Start(context.Background(), startParams{PID: pid, Cwd: dir, ConfigDir: t.TempDir()}); err != nil {
+	if err := app.Start(context.Background(), core.StartParams{PID: pid, Cwd: dir, ConfigDir: t.TempDir()}); err != nil {
 		t.Fatal(err)
 	}
 	h := &ctxHarness{Nvim: n, app: app, dir: dir, out: out}
@@ -79,14 +86,14 @@ require("claude").setup({})`
 // connect dials the server and does the CLI's handshake.
 func (h *ctxHarness) connect(t testing.TB) {
 	t.Helper()
-	srv := h.app.server()
-	h.testCLI = dialCLI(t, srv.Port(), srv.Token(), 256)
-	h.send(t, cliInitialize)
+	srv := h.app.Server()
+	h.CLI = testkit.DialCLI(t, srv.Port(), srv.Token(), 256)
+	h.Send(t, testkit.CLIInitialize)
 	if f := h.next(t); !strings.Contains(f, `"id":0,"result"`) {
 		t.Fatalf("initialize: %s", f)
 	}
-	h.send(t, cliInitialized)
-	h.send(t, cliIDEConnected(os.Getpid()))
+	h.Send(t, testkit.CLIInitialized)
+	h.Send(t, testkit.CLIIDEConnected(os.Getpid()))
 	h.quiet(t)
 }
 
@@ -94,7 +101,7 @@ func (h *ctxHarness) connect(t testing.TB) {
 func (h *ctxHarness) next(t testing.TB) string {
 	t.Helper()
 	select {
-	case f, ok := <-h.frames:
+	case f, ok := <-h.Frames:
 		if !ok {
 			t.Fatal("connection closed")
 		}
@@ -110,7 +117,7 @@ func (h *ctxHarness) quiet(t testing.TB) {
 	t.Helper()
 	h.pings++
 	id := fmt.Sprintf(`"quiet-%d"`, h.pings)
-	h.send(t, `{"jsonrpc":"2.0","id":`+id+`,"method":"ping"}`)
+	h.Send(t, `{"jsonrpc":"2.0","id":`+id+`,"method":"ping"}`)
 	if got, want := h.next(t), `{"jsonrpc":"2.0","id":`+id+`,"result":{}}`; got != want {
 		t.Fatalf("stray frame: %s", got)
 	}
@@ -144,7 +151,7 @@ func (h *ctxHarness) run(t testing.TB, transcript string) {
 			continue
 		}
 		if frame, ok := step("-> "); ok {
-			h.send(t, frame)
+			h.Send(t, frame)
 		} else if want, ok := step("<- "); ok {
 			if got := h.next(t); got != want {
 				t.Fatalf("transcript line %d:\n got %s\nwant %s", i+1, got, want)
@@ -182,79 +189,28 @@ func (h *ctxHarness) run(t testing.TB, transcript string) {
 
 func (h *ctxHarness) path(name string) string { return filepath.Join(h.dir, name) }
 
-// toolCall is a tools/call frame.
-func toolCall(id int, name string, args any) string {
-	a, _ := json.Marshal(args)
-	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, id, name, a)
-}
-
-func TestLanguageID(t *testing.T) {
-	tests := map[string]string{
-		"":                "plaintext",
-		"go":              "go",
-		"sh":              "shellscript",
-		"cs":              "csharp",
-		"javascriptreact": "javascriptreact",
-		"javascript.jsx":  "javascript",
-		"make":            "makefile",
-		"gomod":           "go.mod",
-		"text":            "plaintext",
-	}
-	for ft, want := range tests {
-		if got := languageID(ft); got != want {
-			t.Errorf("languageID(%q) = %q, want %q", ft, got, want)
-		}
-	}
-}
-
-func TestURIPath(t *testing.T) {
-	tests := []struct {
-		uri  string
-		want string
-		ok   bool
-	}{
-		{"file:///a/b.go", "/a/b.go", true},
-		{"FILE:///a/b.go", "/a/b.go", true},
-		{"file://localhost/a/b.go", "/a/b.go", true},
-		{"file:///a/./c/../b.go", "/a/b.go", true},
-		{"file:///a/with space.go", "/a/with space.go", true},
-		{"/abs/x.go", "/abs/x.go", true},
-		{"rel/x.go", "/base/rel/x.go", true},
-		{"file://otherhost/a.go", "", false},
-		{"untitled:Untitled-1", "", false},
-		{"_claude_fs_right:/a.go", "", false},
-		{"", "", false},
-	}
-	for _, tt := range tests {
-		got, ok := uriPath(tt.uri, "/base")
-		if got != tt.want || ok != tt.ok {
-			t.Errorf("uriPath(%q) = %q, %v; want %q, %v", tt.uri, got, ok, tt.want, tt.ok)
-		}
-	}
-}
-
 // The workspace folders Lua reports (cwd plus language servers' roots) go
 // into the lock file; a cwd change (App rewrites the lock with the cwd
 // alone) is followed by the full list again.
 func TestWorkspaceFoldersInLock(t *testing.T) {
 	h := startCtxHarness(t, map[string]string{"a.txt": "a\n"})
 	lock := func() []string {
-		l, err := mcp.ReadLockFile(h.app.server().LockPath())
+		l, err := mcp.ReadLockFile(h.app.Server().LockPath())
 		if err != nil {
 			t.Fatal(err)
 		}
 		return l.WorkspaceFolders
 	}
-	if got := lock(); mustJSONString(got) != mustJSONString([]string{h.dir}) {
+	if got := lock(); testkit.MustJSONString(got) != testkit.MustJSONString([]string{h.dir}) {
 		t.Fatalf("lock folders at start = %v", got)
 	}
 	// A language server with a root outside the cwd, and one inside it.
 	h.Exec(t, fakeLSPClients, []string{h.out, h.path("sub")})
 	// (Neovim 0.7 has no LspAttach; there the folders are looked at on BufEnter.)
 	h.Exec(t, `vim.api.nvim_exec_autocmds(vim.fn.exists("##LspAttach") == 1 and "LspAttach" or "BufEnter", { modeline = false })`)
-	want := mustJSONString([]string{h.dir, h.out})
+	want := testkit.MustJSONString([]string{h.dir, h.out})
 	deadline := time.Now().Add(10 * nvimtest.Slack * time.Second)
-	for mustJSONString(lock()) != want {
+	for testkit.MustJSONString(lock()) != want {
 		if time.Now().After(deadline) {
 			t.Fatalf("lock folders = %v, want %s", lock(), want)
 		}
@@ -265,9 +221,9 @@ func TestWorkspaceFoldersInLock(t *testing.T) {
 	// no longer inside it.
 	h.Exec(t, `vim.cmd("cd " .. vim.fn.fnameescape(...))
 		require("claude.server").notify("cwd_changed", { cwd = vim.fn.getcwd(-1, -1) })`, h.out)
-	want = mustJSONString([]string{h.out, h.path("sub")})
+	want = testkit.MustJSONString([]string{h.out, h.path("sub")})
 	deadline = time.Now().Add(10 * nvimtest.Slack * time.Second)
-	for mustJSONString(lock()) != want {
+	for testkit.MustJSONString(lock()) != want {
 		if time.Now().After(deadline) {
 			t.Fatalf("lock folders after :cd = %v, want %s", lock(), want)
 		}
@@ -290,85 +246,4 @@ end
 vim.lsp.get_clients = function() return clients end
 vim.lsp.get_active_clients = vim.lsp.get_clients`
 
-// luaCall is a one-line Lua chunk that runs code with args (JSON-encodable)
-// as its "...", for transcript "lua:" steps. code must hold no comments.
-func luaCall(code string, args ...any) string {
-	a, _ := json.Marshal(args)
-	return fmt.Sprintf("(function(...) %s end)(unpack(vim.json.decode(%q)))", strings.ReplaceAll(code, "\n", " "), a)
-}
-
-func mustJSONString(v any) string {
-	b, _ := json.Marshal(v)
-	return string(b)
-}
-
 // Transcript lines built from Go values.
-
-func sendCall(id int, name string, args any) string { return "-> " + toolCall(id, name, args) + "\n" }
-
-func sendMethod(id int, method string, params any) string {
-	p, _ := json.Marshal(params)
-	return fmt.Sprintf("-> {\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":%q,\"params\":%s}\n", id, method, p)
-}
-
-// wantText is a tool result with one text item (JSON-encoded as the server
-// does: no HTML escaping).
-func wantText(id int, text string) string {
-	s, _ := marshalNoEscape(text)
-	return fmt.Sprintf(`<- {"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":%s}]}}`, id, s) + "\n"
-}
-
-// wantJSONText is a tool result whose text is the JSON of v.
-func wantJSONText(id int, v any) string {
-	b, _ := marshalNoEscape(v)
-	return wantText(id, string(b))
-}
-
-// likeText turns a want… line into a "<~" line: (*) in the text stands for
-// any text without a backslash.
-func likeText(line string) string {
-	return "<~ " + strings.TrimPrefix(line, "<- ")
-}
-
-func wantErrText(id int, text string) string {
-	s, _ := marshalNoEscape(text)
-	return fmt.Sprintf(`<- {"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":%s}],"isError":true}}`, id, s) + "\n"
-}
-
-func wantResult(id int, v any) string {
-	b, _ := marshalNoEscape(v)
-	return fmt.Sprintf(`<- {"jsonrpc":"2.0","id":%d,"result":%s}`, id, b) + "\n"
-}
-
-func wantError(id, code int, msg string) string {
-	s, _ := marshalNoEscape(msg)
-	return fmt.Sprintf(`<- {"jsonrpc":"2.0","id":%d,"error":{"code":%d,"message":%s}}`, id, code, s) + "\n"
-}
-
-func wantNotification(method string, params any) string {
-	b, _ := marshalNoEscape(params)
-	return fmt.Sprintf(`<- {"jsonrpc":"2.0","method":%q,"params":%s}`, method, b) + "\n"
-}
-
-// obj is a JSON object with its keys in the order given.
-type obj []any
-
-func (o obj) MarshalJSON() ([]byte, error) {
-	var b strings.Builder
-	b.WriteByte('{')
-	for i := 0; i+1 < len(o); i += 2 {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		k, _ := marshalNoEscape(o[i])
-		v, err := marshalNoEscape(o[i+1])
-		if err != nil {
-			return nil, err
-		}
-		b.Write(k)
-		b.WriteByte(':')
-		b.Write(v)
-	}
-	b.WriteByte('}')
-	return []byte(b.String()), nil
-}

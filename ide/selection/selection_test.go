@@ -1,4 +1,4 @@
-package app
+package selection
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nvim-claude/nvim-claude/app/core"
+	"github.com/nvim-claude/nvim-claude/app/host"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 )
 
@@ -245,16 +247,15 @@ func TestSelectionPullRetried(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%d failures", tt.fails), func(t *testing.T) {
 			ed := &selFlakyEditor{fails: tt.fails}
-			a := New(Options{Editor: ed})
+			var feat *Tracker
+			a := core.New(core.Options{Editor: nil, Features: func(h host.Host) []host.Feature {
+				feat = New(h, ed)
+				return []host.Feature{feat}
+			}})
 			defer a.Close()
-			var c *selection
-			for _, comp := range a.components {
-				if s, ok := comp.(*selection); ok {
-					c = s
-				}
-			}
+			c := feat
 			c.setSharing(true, time.Millisecond)
-			c.handleDirty(nil)
+			c.post(selEvent{kind: selDirty})
 			deadline := time.Now().Add(15 * time.Second)
 			for {
 				ed.mu.Lock()
@@ -294,19 +295,22 @@ func TestSelectionUpdatePull(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ed := &selFlakyEditor{}
-			a := New(Options{Editor: ed})
+			var feat *Tracker
+			a := core.New(core.Options{Editor: nil, Features: func(h host.Host) []host.Feature {
+				feat = New(h, ed)
+				return []host.Feature{feat}
+			}})
 			defer a.Close()
-			var c *selection
-			for _, comp := range a.components {
-				if s, ok := comp.(*selection); ok {
-					c = s
-				}
-			}
+			c := feat
 			c.setSharing(true, time.Millisecond)
 			c.mu.Lock()
 			c.holdDebounce = true // the pull stays pending until the flush
 			c.mu.Unlock()
-			c.handleUpdate(json.RawMessage(tt.params))
+			var up updateParams
+			if err := json.Unmarshal([]byte(tt.params), &up); err != nil {
+				t.Fatal(err)
+			}
+			c.handleUpdate(up)
 			c.flush(context.Background()) // runs a pending pull now
 			if p, ok := c.latest(); !ok || p.FilePath != "/p/a.go" {
 				t.Fatalf("latest after the update = %+v, %v", p, ok)

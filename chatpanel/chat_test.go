@@ -1,6 +1,6 @@
 //go:build unix
 
-package app
+package chatpanel
 
 import (
 	"context"
@@ -15,10 +15,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nvim-claude/nvim-claude/app/core"
+	"github.com/nvim-claude/nvim-claude/app/host"
+	"github.com/nvim-claude/nvim-claude/edtools"
+	"github.com/nvim-claude/nvim-claude/ide/editorcontext"
 	"github.com/nvim-claude/nvim-claude/internal/clienv"
 	"github.com/nvim-claude/nvim-claude/internal/fakeapi"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 	"github.com/nvim-claude/nvim-claude/nvimbridge/nvimtest"
+	"github.com/nvim-claude/nvim-claude/review"
 )
 
 // chatRecorder is the App's Editor with the chat events kept in Go
@@ -106,14 +111,17 @@ func (r *chatRecorder) events(name string) []map[string]any {
 // a fake API.
 type chatHarness struct {
 	*nvimtest.Nvim
-	app   *App
-	chats *chats
+	app   *core.App
+	chats *Panel
 	rec   *chatRecorder
 	api   *fakeapi.Server
 	env   *clienv.Env
 	bin   string
 	dir   string
 }
+
+// diffMainText is main.txt's text in the chat's project.
+const diffMainText = "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\nnine\nten\n"
 
 func startChatHarness(t *testing.T) *chatHarness {
 	t.Helper()
@@ -135,17 +143,18 @@ vim.cmd("edit main.txt")`})
 	b := nvimbridge.Wrap(n.Nvim, nil)
 	t.Cleanup(b.CloseProposals)
 	rec := &chatRecorder{Editor: b, b: b, changed: make(chan struct{})}
-	app := New(Options{Editor: rec})
+	var cs *Panel
+	app := core.New(core.Options{Editor: rec, Features: func(h host.Host) []host.Feature {
+		ctx := editorcontext.New(h, b, "test")
+		rev := review.New(h, b)
+		tools := edtools.New(h, b, edtools.Peers{Review: rev, Paths: ctx}, "test")
+		cs = New(h, rec, Peers{Review: rev, Tools: tools})
+		return []host.Feature{ctx, rev, tools, cs}
+	}})
 	if err := app.Register(b); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = app.Close() })
-	var cs *chats
-	for _, c := range app.components {
-		if x, ok := c.(*chats); ok {
-			cs = x
-		}
-	}
 	return &chatHarness{Nvim: n, app: app, chats: cs, rec: rec, api: api, env: env, bin: bin, dir: dir}
 }
 

@@ -1,4 +1,4 @@
-package app
+package review
 
 import (
 	"context"
@@ -8,20 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nvim-claude/nvim-claude/app/host"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 )
 
-// diffComponent is the App's diff component.
-func (h *diffHarness) diffComponent(t *testing.T) *diffs {
-	t.Helper()
-	for _, c := range h.app.components {
-		if d, ok := c.(*diffs); ok {
-			return d
-		}
-	}
-	t.Fatal("no diff component")
-	return nil
-}
+// diffComponent is the harness's diff review.
+func (h *diffHarness) diffComponent(*testing.T) *Reviews { return h.rev }
 
 // The user accepts a diff the host has just stopped waiting for (the CLI
 // cancelled it, or closeAllDiffTabs answered it, before Lua heard): the
@@ -35,7 +27,7 @@ func TestDiffDecisionAfterHostEnded(t *testing.T) {
 	))
 	// What closeAllDiffTabs does, minus telling Lua.
 	for _, s := range h.diffComponent(t).take(func(*diffSession) bool { return true }) {
-		s.resolve(diffAnswer{text: answerRejected})
+		s.resolve(host.Verdict{Text: host.VerdictRejected})
 	}
 	h.run(t, []*diffCLI{cli}, diffLines(
 		"<- "+diffTextResult(1, "DIFF_REJECTED"),
@@ -89,13 +81,13 @@ func TestOpenDiffEndedWhileOpening(t *testing.T) {
 				}
 			})
 			cli := h.connect(t, 4242)
-			cli.send(t, diffOpenCall(1, filepath.Join(h.dir, "main.txt"), diffTab, "changed\n"))
+			cli.Send(t, diffOpenCall(1, filepath.Join(h.dir, "main.txt"), diffTab, "changed\n"))
 			select {
 			case <-gate.entered:
 			case <-time.After(20 * time.Second):
 				t.Fatal("OpenDiff was not called")
 			}
-			cli.send(t, tt.end)
+			cli.Send(t, tt.end)
 			if tt.ended != "" {
 				if got := cli.next(t); got != tt.ended {
 					t.Fatalf("got %s\nwant %s", got, tt.ended)

@@ -1,4 +1,4 @@
-package app
+package selection
 
 import (
 	"bufio"
@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nvim-claude/nvim-claude/app/core"
+	"github.com/nvim-claude/nvim-claude/app/host"
+	"github.com/nvim-claude/nvim-claude/internal/testkit"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 	"github.com/nvim-claude/nvim-claude/nvimbridge/nvimtest"
@@ -21,8 +24,8 @@ import (
 // socket, and Lua's selection tracking attached to the Bridge's channel.
 type selHarness struct {
 	*nvimtest.Nvim
-	app   *App
-	sel   *selection
+	app   *core.App
+	sel   *Tracker
 	dir   string
 	file  string // sample.txt's absolute path
 	port  int
@@ -65,13 +68,11 @@ vim.cmd("edit sample.txt")`
 	n := nvimtest.Start(t, nvimtest.Options{Dir: dir, Init: init})
 	b := nvimbridge.Wrap(n.Nvim, nil)
 	t.Cleanup(b.CloseProposals)
-	app := New(Options{Editor: b})
-	var sel *selection
-	for _, c := range app.components {
-		if s, ok := c.(*selection); ok {
-			sel = s
-		}
-	}
+	var sel *Tracker
+	app := core.New(core.Options{Editor: b, Features: func(h host.Host) []host.Feature {
+		sel = New(h, b)
+		return []host.Feature{sel}
+	}})
 	// Tests connect stand-ins that are ready at once.
 	sel.mu.Lock()
 	sel.greetDelay = 0
@@ -86,10 +87,10 @@ vim.cmd("edit sample.txt")`
 	t.Cleanup(func() { _ = app.Close() })
 	var pid int
 	n.Eval(t, `return vim.fn.getpid()`, &pid)
-	if err := app.Start(context.Background(), startParams{PID: pid, Cwd: dir, ConfigDir: t.TempDir()}); err != nil {
+	if err := app.Start(context.Background(), core.StartParams{PID: pid, Cwd: dir, ConfigDir: t.TempDir()}); err != nil {
 		t.Fatal(err)
 	}
-	srv := app.server()
+	srv := app.Server()
 	lock, err := mcp.ReadLockFile(srv.LockPath())
 	if err != nil {
 		t.Fatal(err)
@@ -144,18 +145,18 @@ func (h *selHarness) keys(t *testing.T, keys string) {
 
 // selCLI is a stand-in for one connected CLI.
 type selCLI struct {
-	*testCLI
+	*testkit.CLI
 	nextID int
 }
 
 // connect opens a connection and does the CLI's handshake with pid.
 func (h *selHarness) connect(t *testing.T, pid int) *selCLI {
 	t.Helper()
-	c := &selCLI{testCLI: dialCLI(t, h.port, h.token, 1024), nextID: 100}
-	c.send(t, cliInitialize)
+	c := &selCLI{CLI: testkit.DialCLI(t, h.port, h.token, 1024), nextID: 100}
+	c.Send(t, testkit.CLIInitialize)
 	c.response(t, "0")
-	c.send(t, cliInitialized)
-	c.send(t, cliIDEConnected(pid))
+	c.Send(t, testkit.CLIInitialized)
+	c.Send(t, testkit.CLIIDEConnected(pid))
 	return c
 }
 
@@ -163,7 +164,7 @@ func (h *selHarness) connect(t *testing.T, pid int) *selCLI {
 func (c *selCLI) next(t *testing.T) string {
 	t.Helper()
 	select {
-	case f, ok := <-c.frames:
+	case f, ok := <-c.Frames:
 		if !ok {
 			t.Fatal("connection closed")
 		}
@@ -221,7 +222,7 @@ func (c *selCLI) call(t *testing.T, tool string) string {
 	t.Helper()
 	c.nextID++
 	id := fmt.Sprint(c.nextID)
-	c.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":%q,"arguments":{}}}`, id, tool))
+	c.Send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":%q,"arguments":{}}}`, id, tool))
 	f := c.response(t, id)
 	var r struct {
 		Result mcp.ToolResult `json:"result"`
@@ -287,7 +288,7 @@ func (h *selHarness) runSelTranscript(t *testing.T, c *selCLI, script string) {
 			h.Exec(t, repl.Replace(strings.TrimPrefix(line, "!lua ")))
 			h.sync(t)
 		case strings.HasPrefix(line, "-> "):
-			c.send(t, repl.Replace(strings.TrimPrefix(line, "-> ")))
+			c.Send(t, repl.Replace(strings.TrimPrefix(line, "-> ")))
 		case strings.HasPrefix(line, "<- "):
 			want := repl.Replace(strings.TrimPrefix(line, "<- "))
 			var m struct {

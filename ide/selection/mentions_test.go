@@ -1,4 +1,4 @@
-package app
+package selection
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nvim-claude/nvim-claude/app/host"
 	"github.com/nvim-claude/nvim-claude/nvimbridge/nvimtest"
 )
 
@@ -28,7 +29,7 @@ func TestMentionBadRequests(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := h.sel.handleMention(context.Background(), json.RawMessage(tt.req))
+			_, err := host.Request("mention", h.sel.handleMention)(context.Background(), json.RawMessage(tt.req))
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
 			}
@@ -44,14 +45,14 @@ func TestMentionBadRequests(t *testing.T) {
 	if err := h.app.StopServer(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.sel.handleMention(context.Background(), json.RawMessage(`{"mentions":[{"filePath":"/a.go"}]}`)); err == nil || !strings.Contains(err.Error(), "not running") {
+	if _, err := host.Request("mention", h.sel.handleMention)(context.Background(), json.RawMessage(`{"mentions":[{"filePath":"/a.go"}]}`)); err == nil || !strings.Contains(err.Error(), "not running") {
 		t.Fatalf("with the server stopped: err = %v", err)
 	}
 }
 
 func (h *selHarness) mention(t *testing.T, req string) mentionReply {
 	t.Helper()
-	res, err := h.sel.handleMention(context.Background(), json.RawMessage(req))
+	res, err := host.Request("mention", h.sel.handleMention)(context.Background(), json.RawMessage(req))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +115,7 @@ func TestMentionUndelivered(t *testing.T) {
 	h := startSelHarness(t, selHarnessOpts{})
 	c := h.connect(t, 4242)
 	c.selection(t)
-	_ = c.ws.Close() // the CLI leaves
+	_ = c.WS.Close() // the CLI leaves
 	deadline := time.Now().Add(10 * nvimtest.Slack * time.Second)
 	for {
 		h.sel.mu.Lock()

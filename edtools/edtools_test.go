@@ -1,4 +1,4 @@
-package app
+package edtools
 
 import (
 	"context"
@@ -10,15 +10,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nvim-claude/nvim-claude/app/core"
+	"github.com/nvim-claude/nvim-claude/app/host"
 	"github.com/nvim-claude/nvim-claude/edtools/discovery"
+	"github.com/nvim-claude/nvim-claude/ide/editorcontext"
+	"github.com/nvim-claude/nvim-claude/ide/selection"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 	"github.com/nvim-claude/nvim-claude/nvimbridge/nvimtest"
+	"github.com/nvim-claude/nvim-claude/review"
 )
 
 // The bridge must answer the editor tools (main.go hands it over as the
 // Editor).
-var _ edtoolsEditor = (*nvimbridge.Bridge)(nil)
+var _ Editor = (*nvimbridge.Bridge)(nil)
 
 // A small Go module: an interface, a type implementing it, callers.
 var edFixture = map[string]string{
@@ -73,8 +78,8 @@ func main() {
 
 type edHarness struct {
 	*nvimtest.Nvim
-	app *App
-	ed  *edtools
+	app *core.App
+	ed  *Tools
 	dir string
 }
 
@@ -99,17 +104,24 @@ func startEdHarness(t *testing.T, gopls bool) *edHarness {
 	n := nvimtest.Start(t, nvimtest.Options{Dir: dir, Init: `require("claude").setup({})`})
 	b := nvimbridge.Wrap(n.Nvim, nil)
 	t.Cleanup(b.CloseProposals)
-	app := New(Options{Editor: b})
+	// The editor tools with the peers app gives them: the diff review
+	// (apply_code_action), the path rule and the IDE server's tools.
+	var e *Tools
+	app := core.New(core.Options{Editor: b, Features: func(h host.Host) []host.Feature {
+		sel := selection.New(h, b)
+		ctx := editorcontext.New(h, b, "test")
+		rev := review.New(h, b)
+		e = New(h, b, Peers{Review: rev, Paths: ctx, IDETools: func() []mcp.Tool {
+			return []mcp.Tool{ctx.OpenEditorsTool(), ctx.WorkspaceFoldersTool(), ctx.CheckDocumentDirtyTool(), sel.CurrentSelectionTool()}
+		}}, "test")
+		return []host.Feature{sel, ctx, rev, e}
+	}})
 	t.Cleanup(func() { _ = app.Close() })
 	// The user's diff decisions (apply_code_action) come back as requests.
 	if err := app.Register(b); err != nil {
 		t.Fatal(err)
 	}
-	app.mu.Lock()
-	app.params = startParams{PID: os.Getpid(), Cwd: dir}
-	app.mu.Unlock()
-	e := newEdtools(app)
-	t.Cleanup(e.stop)
+	app.Workspace().SetCwd(dir)
 	h := &edHarness{Nvim: n, app: app, ed: e, dir: dir}
 	if gopls {
 		bin := nvimtest.Gopls(t)
@@ -310,7 +322,7 @@ func TestEditorToolsOptions(t *testing.T) {
 	h := startEdHarness(t, false)
 	ask := func(cfg string) EdtoolsInfo {
 		t.Helper()
-		res, err := h.ed.handleConfig(context.Background(), json.RawMessage(cfg))
+		res, err := host.Request("edtools", h.ed.handleConfig)(context.Background(), json.RawMessage(cfg))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -330,10 +342,9 @@ func TestEditorToolsOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	// What App.Start and Lua's terminal.attach() do.
-	if err := h.app.Start(context.Background(), startParams{PID: os.Getpid(), Cwd: h.dir, ConfigDir: t.TempDir()}); err != nil {
+	if err := h.app.Start(context.Background(), core.StartParams{PID: os.Getpid(), Cwd: h.dir, ConfigDir: t.TempDir()}); err != nil {
 		t.Fatal(err)
 	}
-	h.ed.serverStarted()
 	info := ask(`{"enable":true}`)
 	want := []string{"definition", "references", "implementations", "type_definition", "hover", "document_symbols", "workspace_symbols",
 		"call_hierarchy", "rename_preview", "code_actions", "treesitter_node", "open_buffers", "open_file_at"}

@@ -1,4 +1,4 @@
-package app
+package editorcontext
 
 import (
 	"encoding/json"
@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nvim-claude/nvim-claude/internal/testkit"
 )
 
 func diag(msg, sev string, l1, c1, l2, c2 int, source string, code string) diagnostic {
@@ -18,11 +20,11 @@ func diag(msg, sev string, l1, c1, l2, c2 int, source string, code string) diagn
 	return d
 }
 
-func fileDiags(path string, ds ...diagnostic) obj {
+func fileDiags(path string, ds ...diagnostic) testkit.Obj {
 	if ds == nil {
 		ds = []diagnostic{}
 	}
-	return obj{"uri", "file://" + path, "diagnostics", ds}
+	return testkit.Obj{"uri", "file://" + path, "diagnostics", ds}
 }
 
 func TestToolGetDiagnostics(t *testing.T) {
@@ -39,47 +41,47 @@ func TestToolGetDiagnostics(t *testing.T) {
 	tr := `# diagnostics_changed is pushed when diagnostics change (coalesced per buffer)
 lua: vim.cmd("edit a.go") _G.ns = vim.api.nvim_create_namespace("fakelint")
 lua: vim.diagnostic.set(_G.ns, 0, {{ lnum = 2, col = 18, end_col = 19, message = "too many return values", source = "compiler", code = "WrongResultCount" }})
-` + wantNotification("diagnostics_changed", obj{"uri", "file://" + a, "diagnostics", []diagnostic{e1}}) + `
+` + testkit.WantNotification("diagnostics_changed", testkit.Obj{"uri", "file://" + a, "diagnostics", []diagnostic{e1}}) + `
 # the same again: no push
 lua: vim.diagnostic.set(_G.ns, 0, {{ lnum = 2, col = 18, end_col = 19, message = "too many return values", source = "compiler", code = "WrongResultCount" }})
 lua: vim.wait(100, function() return false end)
 # two sources on one buffer, and another file
 lua: local ns2 = vim.api.nvim_create_namespace("compiler-ns") vim.diagnostic.set(_G.ns, 0, {{ lnum = 2, col = 5, end_col = 6, message = "hint", severity = 4, code = 42 }, { lnum = 0, col = 0, end_col = 7, message = 'unused <T> & "quoted" é😀', severity = 2 }})
-` + wantNotification("diagnostics_changed", obj{"uri", "file://" + a, "diagnostics", []diagnostic{w1, h1}}) + `
+` + testkit.WantNotification("diagnostics_changed", testkit.Obj{"uri", "file://" + a, "diagnostics", []diagnostic{w1, h1}}) + `
 lua: vim.cmd("edit with\\ space.txt") vim.diagnostic.set(_G.ns, 0, {{ lnum = 0, col = 0, message = "spaced", severity = 3 }})
-` + wantNotification("diagnostics_changed", obj{"uri", "file://" + sp, "diagnostics", []diagnostic{diag("spaced", "Info", 0, 0, 0, 0, "fakelint", "")}}) + `
+` + testkit.WantNotification("diagnostics_changed", testkit.Obj{"uri", "file://" + sp, "diagnostics", []diagnostic{diag("spaced", "Info", 0, 0, 0, 0, "fakelint", "")}}) + `
 # a scratch buffer is not a file: nothing
 lua: local s = vim.api.nvim_create_buf(false, true) vim.diagnostic.set(_G.ns, s, {{ lnum = 0, col = 0, message = "scratch" }})
 # every file with diagnostics, sorted by path
-` + sendCall(1, "getDiagnostics", obj{}) +
-		wantJSONText(1, []obj{fileDiags(a, w1, h1), fileDiags(sp, diag("spaced", "Info", 0, 0, 0, 0, "fakelint", ""))}) + `
+` + testkit.SendCall(1, "getDiagnostics", testkit.Obj{}) +
+		testkit.WantJSONText(1, []testkit.Obj{fileDiags(a, w1, h1), fileDiags(sp, diag("spaced", "Info", 0, 0, 0, 0, "fakelint", ""))}) + `
 # one file, by URI (as the CLI asks before an edit), relative path, percent-encoded
-` + sendCall(2, "getDiagnostics", obj{"uri", "file://" + a}) +
-		wantJSONText(2, []obj{fileDiags(a, w1, h1)}) +
-		sendCall(3, "getDiagnostics", obj{"uri", "a.go"}) +
-		wantJSONText(3, []obj{fileDiags(a, w1, h1)}) +
-		sendCall(4, "getDiagnostics", obj{"uri", "file://" + h.dir + "/with%20space.txt"}) +
-		wantJSONText(4, []obj{fileDiags(h.dir+"/with%20space.txt", diag("spaced", "Info", 0, 0, 0, 0, "fakelint", ""))}) + `
+` + testkit.SendCall(2, "getDiagnostics", testkit.Obj{"uri", "file://" + a}) +
+		testkit.WantJSONText(2, []testkit.Obj{fileDiags(a, w1, h1)}) +
+		testkit.SendCall(3, "getDiagnostics", testkit.Obj{"uri", "a.go"}) +
+		testkit.WantJSONText(3, []testkit.Obj{fileDiags(a, w1, h1)}) +
+		testkit.SendCall(4, "getDiagnostics", testkit.Obj{"uri", "file://" + h.dir + "/with%20space.txt"}) +
+		testkit.WantJSONText(4, []testkit.Obj{fileDiags(h.dir+"/with%20space.txt", diag("spaced", "Info", 0, 0, 0, 0, "fakelint", ""))}) + `
 # a file without diagnostics, or not open: an empty list under its URI
-` + sendCall(5, "getDiagnostics", obj{"uri", "file://" + b}) +
-		wantJSONText(5, []obj{fileDiags(b)}) +
-		sendCall(6, "getDiagnostics", obj{"uri", "file://" + h.out + "/o.txt"}) +
-		wantJSONText(6, []obj{fileDiags(h.out + "/o.txt")}) + `
+` + testkit.SendCall(5, "getDiagnostics", testkit.Obj{"uri", "file://" + b}) +
+		testkit.WantJSONText(5, []testkit.Obj{fileDiags(b)}) +
+		testkit.SendCall(6, "getDiagnostics", testkit.Obj{"uri", "file://" + h.out + "/o.txt"}) +
+		testkit.WantJSONText(6, []testkit.Obj{fileDiags(h.out + "/o.txt")}) + `
 # not a file URI: nothing; a wrong argument: an error result
-` + sendCall(7, "getDiagnostics", obj{"uri", "untitled:Untitled-1"}) +
-		wantText(7, "[]") +
-		sendCall(8, "getDiagnostics", obj{"uri", 5}) +
-		wantErrText(8, "invalid arguments: uri must be a string") + `
+` + testkit.SendCall(7, "getDiagnostics", testkit.Obj{"uri", "untitled:Untitled-1"}) +
+		testkit.WantText(7, "[]") +
+		testkit.SendCall(8, "getDiagnostics", testkit.Obj{"uri", 5}) +
+		testkit.WantErrText(8, "invalid arguments: uri must be a string") + `
 # cleared: an empty push, and gone from the answer
 lua: vim.diagnostic.reset(_G.ns, vim.fn.bufnr("with space.txt"))
-` + wantNotification("diagnostics_changed", obj{"uri", "file://" + sp, "diagnostics", []diagnostic{}}) +
-		sendCall(9, "getDiagnostics", obj{}) +
-		wantJSONText(9, []obj{fileDiags(a, w1, h1)}) + `
+` + testkit.WantNotification("diagnostics_changed", testkit.Obj{"uri", "file://" + sp, "diagnostics", []diagnostic{}}) +
+		testkit.SendCall(9, "getDiagnostics", testkit.Obj{}) +
+		testkit.WantJSONText(9, []testkit.Obj{fileDiags(a, w1, h1)}) + `
 # wiped: the same
 lua: vim.cmd("bwipeout! " .. vim.fn.bufnr("a.go"))
-` + wantNotification("diagnostics_changed", obj{"uri", "file://" + a, "diagnostics", []diagnostic{}}) +
-		sendCall(10, "getDiagnostics", obj{}) +
-		wantText(10, "[]")
+` + testkit.WantNotification("diagnostics_changed", testkit.Obj{"uri", "file://" + a, "diagnostics", []diagnostic{}}) +
+		testkit.SendCall(10, "getDiagnostics", testkit.Obj{}) +
+		testkit.WantText(10, "[]")
 	h.run(t, tr)
 }
 
@@ -93,20 +95,20 @@ func TestToolGetDiagnosticsAfterEditOnDisk(t *testing.T) {
 	tr := `lua: vim.cmd("edit n.txt | edit m.txt") _G.ns = vim.api.nvim_create_namespace("fakelint")
 # a linter that runs whenever a buffer is (re)read
 lua: vim.api.nvim_create_autocmd({ "BufReadPost", "FileChangedShellPost" }, { callback = function(a) local d = {} for i, l in ipairs(vim.api.nvim_buf_get_lines(a.buf, 0, -1, false)) do if l:find("TODO") then table.insert(d, { lnum = i - 1, col = 0, end_col = 4, message = "TODO left in the code", severity = 2 }) end end vim.diagnostic.set(_G.ns, a.buf, d) end })
-` + sendCall(1, "getDiagnostics", obj{"uri", "file://" + m}) +
-		wantJSONText(1, []obj{fileDiags(m)}) + `
+` + testkit.SendCall(1, "getDiagnostics", testkit.Obj{"uri", "file://" + m}) +
+		testkit.WantJSONText(1, []testkit.Obj{fileDiags(m)}) + `
 # the CLI writes the file (a fresh mtime: Neovim overlooks a change of exactly
 # one second when the nanoseconds match, so a test must not set whole seconds)
 lua: local f = io.open("m.txt", "w") f:write("x = 1\nTODO fix\n") f:close()
-` + sendCall(2, "getDiagnostics", obj{}) +
-		wantNotification("diagnostics_changed", obj{"uri", "file://" + m, "diagnostics", []diagnostic{todo}}) +
-		wantJSONText(2, []obj{fileDiags(m, todo)}) + `
+` + testkit.SendCall(2, "getDiagnostics", testkit.Obj{}) +
+		testkit.WantNotification("diagnostics_changed", testkit.Obj{"uri", "file://" + m, "diagnostics", []diagnostic{todo}}) +
+		testkit.WantJSONText(2, []testkit.Obj{fileDiags(m, todo)}) + `
 check: vim.api.nvim_buf_get_lines(vim.fn.bufnr("m.txt"), 1, 2, false)[1] == "TODO fix" and not vim.bo[vim.fn.bufnr("m.txt")].modified
 # unsaved changes are never reloaded over
 lua: vim.api.nvim_buf_set_lines(vim.fn.bufnr("n.txt"), 0, -1, false, { "mine" })
 lua: local f = io.open("n.txt", "w") f:write("TODO theirs\n") f:close()
-` + sendCall(3, "getDiagnostics", obj{}) +
-		wantJSONText(3, []obj{fileDiags(m, todo)}) + `
+` + testkit.SendCall(3, "getDiagnostics", testkit.Obj{}) +
+		testkit.WantJSONText(3, []testkit.Obj{fileDiags(m, todo)}) + `
 check: vim.api.nvim_buf_get_lines(vim.fn.bufnr("n.txt"), 0, -1, false)[1] == "mine"
 check: vim.api.nvim_get_mode().mode == "n"`
 	h.run(t, tr)
@@ -119,7 +121,7 @@ func TestToolGetDiagnosticsNeovimBlocked(t *testing.T) {
 	a := h.path("a.txt")
 	d := diag("err", "Error", 0, 0, 0, 0, "fakelint", "")
 	h.run(t, `lua: vim.cmd("edit a.txt") _G.ns = vim.api.nvim_create_namespace("fakelint") vim.diagnostic.set(_G.ns, 0, {{ lnum = 0, col = 0, message = "err" }})
-`+wantNotification("diagnostics_changed", obj{"uri", "file://" + a, "diagnostics", []diagnostic{d}}))
+`+testkit.WantNotification("diagnostics_changed", testkit.Obj{"uri", "file://" + a, "diagnostics", []diagnostic{d}}))
 	// Block Neovim's main loop until a file appears (at most 30 s): the
 	// answers below come while it is blocked, or the test times out.
 	tmp := t.TempDir()
@@ -138,13 +140,13 @@ func TestToolGetDiagnosticsNeovimBlocked(t *testing.T) {
 			t.Fatal("Neovim never blocked")
 		}
 	}
-	h.send(t, toolCall(1, "getDiagnostics", obj{"uri", "file://" + a}))
-	if got, want := h.next(t), strings.TrimSpace(strings.TrimPrefix(wantJSONText(1, []obj{fileDiags(a, d)}), "<- ")); got != want {
+	h.Send(t, testkit.ToolCall(1, "getDiagnostics", testkit.Obj{"uri", "file://" + a}))
+	if got, want := h.next(t), strings.TrimSpace(strings.TrimPrefix(testkit.WantJSONText(1, []testkit.Obj{fileDiags(a, d)}), "<- ")); got != want {
 		t.Fatalf("getDiagnostics {uri} while Neovim is blocked:\n got %s\nwant %s", got, want)
 	}
 	// {} tries to sync, gives up within its budget, answers from the cache.
-	h.send(t, toolCall(2, "getDiagnostics", obj{}))
-	if got, want := h.next(t), strings.TrimSpace(strings.TrimPrefix(wantJSONText(2, []obj{fileDiags(a, d)}), "<- ")); got != want {
+	h.Send(t, testkit.ToolCall(2, "getDiagnostics", testkit.Obj{}))
+	if got, want := h.next(t), strings.TrimSpace(strings.TrimPrefix(testkit.WantJSONText(2, []testkit.Obj{fileDiags(a, d)}), "<- ")); got != want {
 		t.Fatalf("getDiagnostics {} while Neovim is blocked:\n got %s\nwant %s", got, want)
 	}
 	if err := os.WriteFile(release, nil, 0o644); err != nil {
@@ -179,26 +181,26 @@ func BenchmarkGetDiagnostics(b *testing.B) {
 	}
 	one := "file://" + h.dir + "/pkg7/file247.go"
 	id := 0
-	call := func(args obj) int {
+	call := func(args testkit.Obj) int {
 		id++
-		h.send(b, toolCall(id, "getDiagnostics", args))
+		h.Send(b, testkit.ToolCall(id, "getDiagnostics", args))
 		f := h.next(b)
 		if !strings.Contains(f, fmt.Sprintf(`"id":%d,"result"`, id)) {
 			b.Fatalf("answer: %.200s", f)
 		}
 		return len(f)
 	}
-	if size := call(obj{}); size < 500*20*50 {
+	if size := call(testkit.Obj{}); size < 500*20*50 {
 		b.Fatalf("getDiagnostics {} answered only %d bytes", size)
 	}
 	b.Run("all", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
-			call(obj{})
+			call(testkit.Obj{})
 		}
 	})
 	b.Run("uri", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
-			call(obj{"uri", one})
+			call(testkit.Obj{"uri", one})
 		}
 	})
 }

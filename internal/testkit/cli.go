@@ -1,4 +1,7 @@
-package app
+// Package testkit holds what the feature packages' tests share: a stand-in
+// for the Claude Code CLI on a real socket (CLI) and the helpers that build
+// transcript lines from Go values. It knows the wire, never a feature.
+package testkit
 
 import (
 	"fmt"
@@ -11,18 +14,18 @@ import (
 	"github.com/nvim-claude/nvim-claude/nvimbridge/nvimtest"
 )
 
-// testCLI is a stand-in for the Claude Code CLI on a real socket: every
+// CLI is a stand-in for the Claude Code CLI on a real socket: every
 // frame the server sends arrives, in order, on frames, which closes with
 // the connection. The harnesses (diff, selection, editor context) build
 // their own reading on it.
-type testCLI struct {
-	ws     *websocket.Conn
-	frames chan string
+type CLI struct {
+	WS     *websocket.Conn
+	Frames chan string
 }
 
-// dialCLI connects to the IDE server at port with the lock file's token;
+// DialCLI connects to the IDE server at port with the lock file's token;
 // buffer is how many unread frames it holds.
-func dialCLI(t testing.TB, port int, token string, buffer int) *testCLI {
+func DialCLI(t testing.TB, port int, token string, buffer int) *CLI {
 	t.Helper()
 	hdr := http.Header{}
 	hdr.Set(mcp.AuthHeader, token)
@@ -35,34 +38,36 @@ func dialCLI(t testing.TB, port int, token string, buffer int) *testCLI {
 		}
 		t.Fatalf("dial: %v (HTTP %d)", err, code)
 	}
-	c := &testCLI{ws: ws, frames: make(chan string, buffer)}
+	c := &CLI{WS: ws, Frames: make(chan string, buffer)}
 	go func() { // ends when the connection closes
-		defer close(c.frames)
+		defer close(c.Frames)
 		for {
 			_, b, err := ws.ReadMessage()
 			if err != nil {
 				return
 			}
-			c.frames <- string(b)
+			c.Frames <- string(b)
 		}
 	}()
 	t.Cleanup(func() { _ = ws.Close() })
 	return c
 }
 
-func (c *testCLI) send(t testing.TB, frame string) {
+// Send sends one frame.
+func (c *CLI) Send(t testing.TB, frame string) {
 	t.Helper()
-	if err := c.ws.WriteMessage(websocket.TextMessage, []byte(frame)); err != nil {
+	if err := c.WS.WriteMessage(websocket.TextMessage, []byte(frame)); err != nil {
 		t.Fatalf("send: %v", err)
 	}
 }
 
 // The CLI's handshake, as CLI 2.1.330 sends it (PROTOCOL.md §3).
 const (
-	cliInitialize  = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"claude-code","version":"2.1.330"}}}`
-	cliInitialized = `{"jsonrpc":"2.0","method":"notifications/initialized"}`
+	CLIInitialize  = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"claude-code","version":"2.1.330"}}}`
+	CLIInitialized = `{"jsonrpc":"2.0","method":"notifications/initialized"}`
 )
 
-func cliIDEConnected(pid int) string {
+// CLIIDEConnected is the CLI's ide_connected for pid.
+func CLIIDEConnected(pid int) string {
 	return fmt.Sprintf(`{"jsonrpc":"2.0","method":"ide_connected","params":{"pid":%d}}`, pid)
 }

@@ -1,4 +1,4 @@
-package app
+package kernel
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nvim-claude/nvim-claude/app/core"
+	"github.com/nvim-claude/nvim-claude/app/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 	"github.com/nvim-claude/nvim-claude/nvimbridge/nvimtest"
@@ -42,8 +44,8 @@ func requireJupyter(t *testing.T) {
 // execute component on that App.
 type execHarness struct {
 	*nvimtest.Nvim
-	app *App
-	k   *kernels
+	app *core.App
+	k   *Kernels
 	dir string
 }
 
@@ -82,22 +84,15 @@ vim.cmd("startinsert")`
 	n := nvimtest.Start(t, nvimtest.Options{Dir: dir, Init: init})
 	b := nvimbridge.Wrap(n.Nvim, nil)
 	t.Cleanup(b.CloseProposals)
-	app := New(Options{Editor: b})
-	k := newKernels(app)
-	for name, h := range k.luaNotifications() {
-		if err := b.HandleNotification(name, h); err != nil {
-			t.Fatal(err)
-		}
+	var k *Kernels
+	app := core.New(core.Options{Editor: b, Features: func(h host.Host) []host.Feature {
+		k = New(h, b)
+		return []host.Feature{k}
+	}})
+	if err := app.Register(b); err != nil {
+		t.Fatal(err)
 	}
-	for name, h := range k.luaRequests() {
-		if err := b.HandleRequest(name, h); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Cleanup(func() {
-		k.close()
-		_ = app.Close()
-	})
+	t.Cleanup(func() { _ = app.Close() })
 	return &execHarness{Nvim: n, app: app, k: k, dir: dir}
 }
 

@@ -1,0 +1,127 @@
+// Package archtest checks the shape of the module's package graph: which
+// package may import which (the rules of doc/nvim-claude.txt's
+// "nvim-claude-layout" and README's Development section). It reads the
+// graph with `go list -deps -json` and knows package paths only, never
+// what a package does.
+package archtest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os/exec"
+	"sort"
+	"strings"
+)
+
+// Module is the module's import path.
+const Module = "github.com/nvim-claude/nvim-claude"
+
+// Features are the feature packages (module-relative): each does one job
+// and gets a host.Host and the interfaces it declares from app.
+var Features = []string{"ide/selection", "ide/editorcontext", "review", "kernel", "edtools", "chatpanel"}
+
+// Graph maps a module-relative package to the module-relative packages it
+// imports directly (test files excluded).
+type Graph map[string][]string
+
+// Load reads the module's graph with `go list` run in dir.
+func Load(ctx context.Context, dir string) (Graph, error) {
+	cmd := exec.CommandContext(ctx, "go", "list", "-deps", "-json", "./...")
+	cmd.Dir = dir
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("go list: %w: %s", err, errb.String())
+	}
+	g := Graph{}
+	dec := json.NewDecoder(&out)
+	for {
+		var p struct {
+			ImportPath string
+			Imports    []string
+		}
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			return nil, fmt.Errorf("go list output: %w", err)
+		}
+		rel, ok := relative(p.ImportPath)
+		if !ok {
+			continue
+		}
+		var imps []string
+		for _, imp := range p.Imports {
+			if r, ok := relative(imp); ok {
+				imps = append(imps, r)
+			}
+		}
+		g[rel] = imps
+	}
+	return g, nil
+}
+
+func relative(path string) (string, bool) {
+	if path == Module {
+		return ".", true
+	}
+	if r, ok := strings.CutPrefix(path, Module+"/"); ok {
+		return r, true
+	}
+	return "", false
+}
+
+// feature names the feature package p belongs to ("" for none): a feature
+// is its package and the packages below it (edtools/discovery).
+func feature(p string) string {
+	for _, f := range Features {
+		if p == f || strings.HasPrefix(p, f+"/") {
+			return f
+		}
+	}
+	return ""
+}
+
+// under reports whether p is pkg or below it.
+func under(p, pkg string) bool { return p == pkg || strings.HasPrefix(p, pkg+"/") }
+
+// Check returns the graph's violations of the rules, sorted:
+//   - a feature imports neither app (nor app/core) nor another feature;
+//   - app/host, app/core, workspace, mcp, chat and nvimbridge import no
+//     feature and no part of app but app/host (core imports host);
+//   - mcp, chat and workspace import nothing of the module but each other
+//     where said (mcp: nothing; chat: nothing; workspace: nothing);
+//   - cmd imports no feature but the relay's socket discovery, and no
+//     app/core (it gets the application from app).
+func Check(g Graph) []string {
+	var bad []string
+	add := func(from, to, why string) { bad = append(bad, fmt.Sprintf("%s imports %s: %s", from, to, why)) }
+	for from, imps := range g {
+		ff := feature(from)
+		for _, to := range imps {
+			tf := feature(to)
+			switch {
+			case ff != "" && under(to, "app") && to != "app/host":
+				add(from, to, "a feature never imports app; app gives it what it needs")
+			case ff != "" && tf != "" && tf != ff:
+				add(from, to, "a feature never imports another feature; declare an interface and let app wire it")
+			case (under(from, "app/host") || under(from, "app/core")) && tf != "":
+				add(from, to, "the host and the lifecycle know no feature")
+			case (under(from, "app/host") || under(from, "app/core")) && under(to, "app") && to != "app/host":
+				add(from, to, "the host and the lifecycle never import the wiring")
+			case under(from, "nvimbridge") && (tf != "" || under(to, "app")):
+				add(from, to, "nvimbridge never imports a feature or app")
+			case (under(from, "mcp") || under(from, "chat") || under(from, "workspace")) && !under(to, from):
+				add(from, to, "mcp, chat and workspace import nothing of the module")
+			case under(from, "cmd") && tf != "" && to != "edtools/discovery":
+				add(from, to, "cmd gets the features from app (the relay needs only edtools/discovery)")
+			case under(from, "cmd") && under(to, "app/core"):
+				add(from, to, "cmd gets the application from app")
+			}
+		}
+	}
+	sort.Strings(bad)
+	return bad
+}
