@@ -66,17 +66,6 @@ func (c *Context) resolve(ctx context.Context, p string, acc workspace.Access) (
 	return wp, nil
 }
 
-// relPath is how answers name a file: from the root when inside it.
-func (c *Context) relPath(abs string) string {
-	root := c.ws.Root()
-	if workspace.Inside(abs, root) {
-		if r, err := filepath.Rel(root, abs); err == nil {
-			return r
-		}
-	}
-	return abs
-}
-
 func (c *Context) readFile(ctx context.Context, req *mcp.MethodRequest) (any, error) {
 	var p struct {
 		Path string `json:"path"`

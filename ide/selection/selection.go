@@ -126,6 +126,7 @@ func (c *Tracker) Hooks() host.Hooks {
 		},
 		ClientConnected:    c.clientConnected,
 		ClientDisconnected: c.clientDisconnected,
+		ServerStopped:      c.serverStopped,
 		Close:              c.close,
 	}
 }
@@ -150,8 +151,6 @@ func (c *Tracker) clientDisconnected(ci mcp.ClientInfo) {
 	c.mu.Unlock()
 	c.post(selEvent{kind: selGone, client: ci.ID})
 }
-
-func (c *Tracker) serverStarted() {}
 
 // serverStopped forgets what the old clients were sent and tells the user
 // about mentions that will now never be delivered.
