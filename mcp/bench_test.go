@@ -1,9 +1,15 @@
 package mcp
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
 	"strings"
 	"testing"
+
+	"github.com/gorilla/websocket"
 )
 
 const typicalToolCall = `{"method":"tools/call","params":{"name":"getDiagnostics","arguments":{"uri":"file:///home/user/project/src/main.go"},"_meta":{"claudecode/toolUseId":"toolu_01ABCDEF","progressToken":12}},"jsonrpc":"2.0","id":12}`
@@ -91,4 +97,65 @@ func BenchmarkEncodeNotification(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkRoundTrip measures a whole request over a real WebSocket
+// connection: the read loop, the dispatch, the handler goroutine and the
+// writer, with a small tools/call and with an openDiff-sized one.
+func BenchmarkRoundTrip(b *testing.B) {
+	small := []byte(typicalToolCall)
+	for _, bc := range []struct {
+		name string
+		msg  func(*testing.B) []byte
+	}{
+		{"ToolCall", func(*testing.B) []byte { return small }},
+		{"OpenDiff5MB", openDiffMessage},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			msg := bc.msg(b)
+			ws := benchConn(b)
+			b.SetBytes(int64(len(msg)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := ws.WriteMessage(websocket.TextMessage, msg); err != nil {
+					b.Fatal(err)
+				}
+				if _, _, err := ws.ReadMessage(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// benchConn starts a Server whose getDiagnostics and openDiff tools answer
+// at once, and dials it.
+func benchConn(b *testing.B) *websocket.Conn {
+	b.Helper()
+	s, err := NewServer(Config{ConfigDir: b.TempDir(), PID: os.Getpid()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, name := range []string{"getDiagnostics", "openDiff"} {
+		err := s.RegisterTool(Tool{Name: name, Handler: func(_ context.Context, req *ToolRequest) (*ToolResult, error) {
+			if _, _, err := req.StringArg("tab_name"); err != nil {
+				return nil, err
+			}
+			return TextResult("[]"), nil
+		}})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := s.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	ws, _, err := websocket.DefaultDialer.Dial(fmt.Sprintf("ws://127.0.0.1:%d/", s.Port()), http.Header{AuthHeader: {s.Token()}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = ws.Close() })
+	return ws
 }

@@ -3,50 +3,68 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"runtime"
 	"runtime/debug"
 	"sync"
-	"sync/atomic"
 	"time"
-	"unicode/utf8"
-
-	"github.com/google/uuid"
-	"github.com/gorilla/websocket"
 )
 
-// frame is one queued outgoing WebSocket message: text or pong.
-type frame struct {
-	typ  int
-	data []byte
+// service is what the connections of one Server or StreamServer serve:
+// the MCP answers that tell the two apart and the connection limits. It is
+// fixed once the first connection starts.
+type service struct {
+	log            *slog.Logger
+	serverName     string
+	serverVersion  string
+	instructions   string // sent in the initialize result when set
+	listChanged    bool   // the tool list may change during a session
+	tools          func() *registry
+	onIDEConnected func(ClientInfo) // nil for none; called through callHook
+
+	maxInflight int           // requests running at once on one connection
+	queueSize   int           // messages waiting for the writer
+	queueWait   time.Duration // how long a full queue may block a sender
+	newTicker   newTickerFunc // for a framer's heartbeat
 }
 
-// conn is one client connection. Its read loop runs in the HTTP handler's
-// goroutine; every write (responses, notifications, pings, pongs, the close
-// frame) goes through the single writer goroutine, fed by a bounded queue.
+// outgoing is one queued write: a JSON-RPC message, or (ctl != 0) a
+// control frame the framer queued itself.
+type outgoing struct {
+	data []byte
+	ctl  int
+}
+
+// conn is one client connection: the engine that both transports share.
+// Its read loop runs in the goroutine that calls serve; every write
+// (replies, notifications, and the framer's own control frames) goes
+// through the single writer goroutine, fed by a bounded queue; each
+// request runs in a goroutine of its own, counted in requests. serve
+// returns only once all of them have stopped.
 type conn struct {
-	srv *Server
-	ws  *websocket.Conn
+	svc *service
+	fr  framer
 	log *slog.Logger
 	id  string
 
 	ctx    context.Context // cancelled when the read loop ends or the server closes
 	cancel context.CancelFunc
 
-	out       chan frame
-	closing   chan struct{} // closed once a close frame has been requested
+	out       chan outgoing
+	closing   chan struct{} // closed once the orderly end has been requested
 	readDone  chan struct{}
 	writeDone chan struct{}
-	seen      atomic.Bool // the peer sent something since the last keepalive tick
+	flush     bool // set before readDone closes: the writer sends what is queued before it stops
 	requests  sync.WaitGroup
 
-	mu        sync.Mutex
-	client    ClientInfo
-	inflight  map[string]*inflight // by idKey
-	closeCode int
-	closeText string
+	mu          sync.Mutex
+	client      ClientInfo
+	inflight    map[string]*inflight // by idKey
+	closeAsked  bool
+	closeCode   int
+	closeReason string
+	closeLast   []byte // a message to write before the framer's shutdown
 }
 
 // inflight is a request being handled.
@@ -55,41 +73,23 @@ type inflight struct {
 	cancelled bool // by notifications/cancelled: no reply is sent
 }
 
-func newConn(s *Server, ws *websocket.Conn, userAgent string) *conn {
-	ctx, cancel := context.WithCancel(s.ctx)
-	id := uuid.NewString()
-	c := &conn{
-		srv:       s,
-		ws:        ws,
-		log:       s.log.With("client", id),
-		id:        id,
+// newConn returns a connection for client; its context derives from ctx.
+// Set its framer (c.fr, which may need c as its link) before serve.
+func newConn(ctx context.Context, svc *service, client ClientInfo) *conn {
+	ctx, cancel := context.WithCancel(ctx)
+	return &conn{
+		svc:       svc,
+		log:       svc.log.With("client", client.ID),
+		id:        client.ID,
 		ctx:       ctx,
 		cancel:    cancel,
-		out:       make(chan frame, s.queueSize),
+		out:       make(chan outgoing, svc.queueSize),
 		closing:   make(chan struct{}),
 		readDone:  make(chan struct{}),
 		writeDone: make(chan struct{}),
-		client:    ClientInfo{ID: id, ConnectedAt: time.Now(), UserAgent: userAgent},
+		client:    client,
 		inflight:  make(map[string]*inflight),
 	}
-	c.seen.Store(true) // the handshake itself
-	ws.SetPingHandler(func(data string) error {
-		c.seen.Store(true)
-		select { // a pong that does not fit is dropped: the peer pings again
-		case c.out <- frame{websocket.PongMessage, []byte(data)}:
-		default:
-		}
-		return nil
-	})
-	ws.SetPongHandler(func(string) error {
-		c.seen.Store(true)
-		return nil
-	})
-	ws.SetCloseHandler(func(code int, _ string) error {
-		c.requestClose(code, "") // echo the peer's code, through the writer
-		return nil
-	})
-	return c
 }
 
 func (c *conn) info() ClientInfo {
@@ -98,93 +98,49 @@ func (c *conn) info() ClientInfo {
 	return c.client
 }
 
-// serve runs the connection until it ends and everything it started has
-// stopped.
-func (c *conn) serve() {
+// serve runs the connection over c.fr until it ends and everything it
+// started has stopped, and returns why the read loop ended: errInputDone
+// for the peer's clean end of input.
+func (c *conn) serve() error {
 	go c.writeLoop()
 	err := c.readLoop()
 	c.log.Debug("read loop ended", "err", err)
+	if errors.Is(err, errInputDone) {
+		// The peer has said all it will but may still listen: its
+		// requests finish and their replies go out before the end.
+		c.requests.Wait()
+		c.flush = true
+	}
 	close(c.readDone)
 	c.cancel()
 	<-c.writeDone
-	_ = c.ws.Close()
+	_ = c.fr.close()
 	c.requests.Wait()
+	return err
 }
 
 func (c *conn) readLoop() error {
-	limit := c.srv.readLimit
 	for {
-		typ, r, err := c.ws.NextReader()
+		msg, err := c.fr.read(c.ctx)
 		if err != nil {
-			return err
-		}
-		c.seen.Store(true)
-		if c.isClosing() {
-			continue // waiting for the peer's close frame; NextReader skips the rest
-		}
-		if typ != websocket.TextMessage {
-			c.requestClose(websocket.CloseUnsupportedData, "binary messages are not supported")
+			var fe *frameError
+			if !errors.As(err, &fe) {
+				return err
+			}
+			c.log.Debug("transport error, closing", "err", err)
+			c.requestCloseWith(fe.code, fe.reason, fe.last)
 			continue
 		}
-		data, err := readMessage(r, limit+1)
-		if err != nil {
-			return err
+		if c.isClosing() {
+			continue // waiting for the peer's answer to the orderly end
 		}
-		switch {
-		case int64(len(data)) > limit:
-			c.requestClose(websocket.CloseMessageTooBig, "message too big")
-		case !utf8.Valid(data):
-			c.requestClose(websocket.CloseInvalidFramePayloadData, "invalid UTF-8")
-		default:
-			c.handle(data)
-		}
+		c.handle(msg)
 	}
 }
 
-// readMessage reads r to its end, or to max bytes, into a buffer of
-// exactly that size. io.ReadAll grows one buffer by copying it, so a 20 MB
-// message passed through 40 MB of buffers alive at once and left many more
-// as garbage; here the message is read in chunks (up to 1 MiB) and copied
-// once, and a message that fits in the first chunk not at all.
-func readMessage(r io.Reader, max int64) ([]byte, error) {
-	var chunks [][]byte
-	total := int64(0)
-	size := int64(4096)
-	for total < max {
-		buf := make([]byte, min(size, max-total))
-		n, err := io.ReadFull(r, buf)
-		total += int64(n)
-		if n > 0 {
-			chunks = append(chunks, buf[:n])
-		}
-		if err == io.EOF || err == io.ErrUnexpectedEOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		size = min(size*2, 1<<20)
-	}
-	switch len(chunks) {
-	case 0:
-		return []byte{}, nil
-	case 1:
-		return chunks[0], nil
-	}
-	out := make([]byte, 0, total)
-	for i, ch := range chunks {
-		out = append(out, ch...)
-		chunks[i] = nil
-	}
-	if total >= largeMessage {
-		// The chunks are garbage: collect them now, so that what the
-		// handler decodes from the message (a whole file) takes their
-		// place instead of adding to the peak.
-		runtime.GC()
-	}
-	return out, nil
-}
-
+// handle dispatches one message: notifications in the read loop, since
+// they are quick and their order matters, requests in goroutines of their
+// own.
 func (c *conn) handle(data []byte) {
 	msg, rpcErr := decodeMessage(data)
 	if rpcErr != nil {
@@ -205,14 +161,16 @@ func (c *conn) handle(data []byte) {
 
 // startRequest runs a request in its own goroutine with a context that
 // notifications/cancelled, the connection's end and the server's close
-// cancel.
+// cancel. A connection has at most svc.maxInflight requests running; more
+// are refused with [CodeServerBusy].
 func (c *conn) startRequest(msg incoming) {
 	key, _ := idKey(msg.id) // decodeMessage only lets usable ids through
 	ctx, cancel := context.WithCancel(c.ctx)
 	req := &inflight{cancel: cancel}
+	limit := c.svc.maxInflight
 	c.mu.Lock()
 	_, dup := c.inflight[key]
-	busy := !dup && len(c.inflight) >= c.srv.maxInflight
+	busy := !dup && len(c.inflight) >= limit
 	if !dup && !busy {
 		c.inflight[key] = req
 	}
@@ -224,9 +182,9 @@ func (c *conn) startRequest(msg incoming) {
 		return
 	case busy:
 		cancel()
-		c.log.Warn("request refused: too many pending", "method", msg.method, "limit", c.srv.maxInflight)
+		c.log.Warn("request refused: too many pending", "method", msg.method, "limit", limit)
 		_ = c.send(encodeError(msg.id, &Error{Code: CodeServerBusy, Message: fmt.Sprintf(
-			"Server busy: %d requests are already running on this connection; wait for some to finish", c.srv.maxInflight)}))
+			"Server busy: %d requests are already running on this connection; wait for some to finish", limit)}))
 		return
 	}
 	c.log.Debug("request", "method", msg.method, "id", string(msg.id))
@@ -254,7 +212,7 @@ func (c *conn) startRequest(msg incoming) {
 }
 
 // run calls the request's handler and encodes the reply. A panic becomes
-// an internal error.
+// an internal error; the connection lives on.
 func (c *conn) run(ctx context.Context, msg incoming) (reply []byte) {
 	method, id := msg.method, msg.id // not msg: its params may be large
 	defer func() {
@@ -286,27 +244,27 @@ func (c *conn) cancelRequest(key, reason string) {
 	}
 }
 
-// send queues a text frame for the writer. If the queue stays full for the
-// server's queueWait the client is too slow and the connection is dropped,
-// so that the host is never blocked for long.
+// send queues a message for the writer. If the queue stays full for the
+// service's queueWait the client is too slow and the connection is
+// dropped, so that the host is never blocked for long.
 func (c *conn) send(data []byte) error {
-	select { // nothing is queued once a close frame is requested
+	select { // nothing is queued once the orderly end is requested
 	case <-c.closing:
 		return ErrClosed
 	case <-c.writeDone:
 		return ErrClosed
 	default:
 	}
-	f := frame{websocket.TextMessage, data}
+	o := outgoing{data: data}
 	select {
-	case c.out <- f:
+	case c.out <- o:
 		return nil
 	default:
 	}
-	t := time.NewTimer(c.srv.queueWait)
+	t := time.NewTimer(c.svc.queueWait)
 	defer t.Stop()
 	select {
-	case c.out <- f:
+	case c.out <- o:
 		return nil
 	case <-c.closing:
 		return ErrClosed
@@ -314,24 +272,39 @@ func (c *conn) send(data []byte) error {
 		return ErrClosed
 	case <-t.C:
 		c.log.Warn("client too slow, dropping the connection")
-		_ = c.ws.Close()
+		_ = c.fr.close()
 		return fmt.Errorf("mcp: send queue of client %s full: %w", c.id, ErrClosed)
 	}
 }
 
-// requestClose asks the writer to send a close frame; the first request
-// wins. The read loop then waits, for the server's closeGrace at most, for
-// the peer's close frame.
-func (c *conn) requestClose(code int, text string) {
+// queueControl implements link: a control frame that does not fit is
+// dropped (a peer whose ping goes unanswered pings again).
+func (c *conn) queueControl(kind int, data []byte) bool {
+	select {
+	case c.out <- outgoing{data: data, ctl: kind}:
+		return true
+	default:
+		return false
+	}
+}
+
+// requestClose implements link: the writer then ends the connection in
+// order (the framer's shutdown); the first request wins.
+func (c *conn) requestClose(code int, reason string) { c.requestCloseWith(code, reason, nil) }
+
+// requestCloseWith is requestClose with a last message, written before the
+// framer's shutdown.
+func (c *conn) requestCloseWith(code int, reason string, last []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closeCode != 0 {
+	if c.closeAsked {
 		return
 	}
-	c.closeCode, c.closeText = code, text
+	c.closeAsked, c.closeCode, c.closeReason, c.closeLast = true, code, reason, last
 	close(c.closing)
 }
 
+// isClosing implements link.
 func (c *conn) isClosing() bool {
 	select {
 	case <-c.closing:
@@ -341,84 +314,113 @@ func (c *conn) isClosing() bool {
 	}
 }
 
+// writeLoop is the connection's only writer. It stops after the orderly
+// end, after a failed write, or once the read loop has ended.
 func (c *conn) writeLoop() {
 	defer close(c.writeDone)
-	ticks, stop := c.srv.newTicker(c.srv.cfg.PingInterval)
-	defer stop()
-	ka := keepalive{interval: c.srv.cfg.PingInterval}
+	// The writer outlives c.ctx: it still has the orderly end to send
+	// once the server closes or the read loop ends.
+	ctx := context.WithoutCancel(c.ctx)
+	var ticks <-chan time.Time
+	hb, beats := c.fr.(heartbeat)
+	if beats {
+		t, stop := c.svc.newTicker(hb.interval())
+		defer stop()
+		ticks = t
+	}
 	for {
 		select {
-		case f := <-c.out:
-			if err := c.write(f); err != nil {
+		case o := <-c.out:
+			if err := c.write(ctx, o); err != nil {
 				c.log.Debug("write failed", "err", err)
-				_ = c.ws.Close()
+				_ = c.fr.close()
 				return
 			}
-		case t := <-ticks:
-			jumped, alive := ka.tick(t, c.seen.Swap(false))
-			if jumped {
-				c.log.Info("wall clock jumped between keepalive ticks (suspend?); liveness window restarted")
-			}
-			if !alive {
-				c.log.Warn("peer stopped answering pings, closing")
-				c.requestClose(websocket.CloseGoingAway, "keepalive timeout")
-				continue
-			}
-			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.srv.writeWait)); err != nil {
-				c.log.Debug("ping failed", "err", err)
-				_ = c.ws.Close()
+		case now := <-ticks:
+			if err := hb.beat(ctx, now); err != nil {
+				var fe *frameError
+				if errors.As(err, &fe) {
+					c.log.Warn("closing", "reason", fe.reason)
+					c.requestClose(fe.code, fe.reason)
+					continue
+				}
+				c.log.Debug("heartbeat failed", "err", err)
+				_ = c.fr.close()
 				return
 			}
 		case <-c.closing:
-			c.writeClose()
+			c.shutdown(ctx)
 			return
 		case <-c.readDone:
+			if c.flush && !c.drain(ctx) {
+				return
+			}
 			if c.isClosing() {
-				c.writeClose()
+				c.shutdown(ctx)
 			}
 			return
 		}
 	}
 }
 
-func (c *conn) write(f frame) error {
-	deadline := time.Now().Add(c.srv.writeWait)
-	if f.typ != websocket.TextMessage {
-		return c.ws.WriteControl(f.typ, f.data, deadline)
+// drain writes what is queued; it reports false after a failed write.
+func (c *conn) drain(ctx context.Context) bool {
+	for {
+		select {
+		case o := <-c.out:
+			if err := c.write(ctx, o); err != nil {
+				c.log.Debug("write failed", "err", err)
+				return false
+			}
+		default:
+			return true
+		}
 	}
-	if err := c.ws.SetWriteDeadline(deadline); err != nil {
-		return err
+}
+
+func (c *conn) write(ctx context.Context, o outgoing) error {
+	if o.ctl != 0 {
+		return c.fr.control(ctx, o.ctl, o.data)
 	}
-	err := c.ws.WriteMessage(websocket.TextMessage, f.data)
-	if len(f.data) >= hugeReply {
+	err := c.fr.write(ctx, o.data)
+	if len(o.data) >= hugeReply {
 		// A whole file went out (openDiff's answer): its buffers are
 		// garbage now; give the memory back rather than keep the peak.
-		f.data = nil
+		o.data = nil
 		debug.FreeOSMemory()
 	}
 	return err
 }
 
-// largeMessage is the size of a message read from which its chunks are
-// collected at once (see readMessage).
-const largeMessage = 1 << 20
-
-// hugeReply is the size of a written frame after which the process's free
-// memory goes back to the operating system. It is above what answers that
-// come often reach (getDiagnostics for a whole project: a few MB), so that
-// a forced collection is paid for a whole file, not on every such call.
-const hugeReply = 8 << 20
-
-func (c *conn) writeClose() {
+// shutdown writes the last message, if any, then has the framer end the
+// connection in order.
+func (c *conn) shutdown(ctx context.Context) {
 	c.mu.Lock()
-	code, text := c.closeCode, c.closeText
+	code, reason, last := c.closeCode, c.closeReason, c.closeLast
+	c.closeLast = nil
 	c.mu.Unlock()
-	deadline := time.Now().Add(c.srv.closeGrace)
-	if err := c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), deadline); err != nil {
-		c.log.Debug("close frame failed", "err", err)
-		_ = c.ws.Close()
+	if last != nil {
+		if err := c.fr.write(ctx, last); err != nil {
+			c.log.Debug("write failed", "err", err)
+		}
+	}
+	if err := c.fr.shutdown(ctx, code, reason); err != nil {
+		c.log.Debug("orderly close failed", "err", err)
+		_ = c.fr.close()
 		return
 	}
-	c.log.Debug("close frame sent", "code", code, "reason", text)
-	_ = c.ws.SetReadDeadline(deadline)
+	c.log.Debug("closing", "code", code, "reason", reason)
+}
+
+// callHook calls a host's hook, recovering a panic.
+func callHook(log *slog.Logger, f func(ClientInfo), info ClientInfo) {
+	if f == nil {
+		return
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			log.Error("panic in hook", "panic", p, "stack", string(debug.Stack()))
+		}
+	}()
+	f(info)
 }

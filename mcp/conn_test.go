@@ -221,7 +221,7 @@ func TestKeepaliveKeepsAnsweringPeer(t *testing.T) {
 		case <-time.After(guard):
 			t.Fatalf("tick %d: no ping", i)
 		}
-		waitFor(t, "the pong", c.seen.Load)
+		waitFor(t, "the pong", c.fr.(*wsFramer).seen.Load)
 	}
 	writeText(t, ws, `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
 	select {

@@ -984,7 +984,7 @@ func TestSlowLorisAfterUpgrade(t *testing.T) {
 	c := s.connections()[0]
 	f := wsFrame(finBit|opText, bytes.Repeat([]byte(" "), 1000), true, 0)
 	w.write(t, f[:500])
-	waitFor(t, "the reader to see the frame header", c.seen.Load)
+	waitFor(t, "the reader to see the frame header", c.fr.(*wsFramer).seen.Load)
 	// Then a byte now and then: no sign of life. One tick sees the header,
 	// two more see nothing.
 	for i := 1; i <= 3; i++ {

@@ -333,9 +333,11 @@ type initializeResult struct {
 		Name    string `json:"name"`
 		Version string `json:"version"`
 	} `json:"serverInfo"`
+	Instructions string `json:"instructions,omitempty"`
 }
 
-// call runs a request's method on the connection c.
+// call runs a request's method on the connection c: the one dispatch of
+// both transports.
 func (c *conn) call(ctx context.Context, msg incoming) (any, error) {
 	switch msg.method {
 	case "initialize":
@@ -343,15 +345,15 @@ func (c *conn) call(ctx context.Context, msg incoming) (any, error) {
 	case "ping":
 		return json.RawMessage(`{}`), nil
 	case "tools/list":
-		return c.srv.reg.listTools(), nil
+		return c.svc.tools().listTools(), nil
 	case "tools/call":
-		return c.srv.reg.callTool(ctx, c.info(), msg.params)
+		return c.svc.tools().callTool(ctx, c.info(), msg.params)
 	case "resources/list":
 		return json.RawMessage(`{"resources":[]}`), nil
 	case "prompts/list":
 		return json.RawMessage(`{"prompts":[]}`), nil
 	}
-	h := c.srv.reg.method(msg.method)
+	h := c.svc.tools().method(msg.method)
 	if h == nil {
 		return nil, &Error{Code: CodeMethodNotFound, Message: "Method not found: " + msg.method}
 	}
@@ -369,9 +371,10 @@ func (c *conn) initialize(params json.RawMessage) (any, error) {
 	}
 	var res initializeResult
 	res.ProtocolVersion = negotiateVersion(p.ProtocolVersion)
-	res.Capabilities.Tools.ListChanged = true
-	res.ServerInfo.Name = c.srv.cfg.ServerName
-	res.ServerInfo.Version = c.srv.cfg.ServerVersion
+	res.Capabilities.Tools.ListChanged = c.svc.listChanged
+	res.ServerInfo.Name = c.svc.serverName
+	res.ServerInfo.Version = c.svc.serverVersion
+	res.Instructions = c.svc.instructions
 	c.mu.Lock()
 	c.client.ProtocolVersion = res.ProtocolVersion
 	c.mu.Unlock()
@@ -415,7 +418,7 @@ func (c *conn) notify(msg incoming) {
 		info := c.client
 		c.mu.Unlock()
 		c.log.Info("ide connected", "pid", info.PID)
-		c.srv.hook(c.srv.cfg.OnIDEConnected, info)
+		callHook(c.log, c.svc.onIDEConnected, info)
 	default:
 		c.log.Debug("ignoring notification", "method", msg.method)
 	}

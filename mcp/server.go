@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -145,6 +144,7 @@ type Server struct {
 	lockPath string
 	http     *http.Server
 	ctx      context.Context // parent of every connection's context
+	svc      *service        // what every connection serves; set by Start
 	cancel   context.CancelFunc
 	conns    map[string]*conn
 
@@ -291,6 +291,7 @@ func (s *Server) Start(ctx context.Context) error {
 	p := strconv.Itoa(port)
 	s.port, s.hosts, s.lockPath = port, [2]string{"127.0.0.1:" + p, "localhost:" + p}, path
 	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	s.svc = s.service()
 	s.http = &http.Server{
 		Handler:           http.HandlerFunc(s.serveHTTP),
 		ReadHeaderTimeout: readHeaderTimeout,
@@ -308,6 +309,23 @@ func (s *Server) Start(ctx context.Context) error {
 	}(s.http)
 	s.log.Info("listening", "addr", ln.Addr().String(), "lock", path)
 	return nil
+}
+
+// service returns what the connections serve, from the tuning fields as
+// they are at Start.
+func (s *Server) service() *service {
+	return &service{
+		log:            s.log,
+		serverName:     s.cfg.ServerName,
+		serverVersion:  s.cfg.ServerVersion,
+		listChanged:    true,
+		tools:          func() *registry { return &s.reg },
+		onIDEConnected: s.cfg.OnIDEConnected,
+		maxInflight:    s.maxInflight,
+		queueSize:      s.queueSize,
+		queueWait:      s.queueWait,
+		newTicker:      s.newTicker,
+	}
 }
 
 // lockFile must be called with s.mu held.
@@ -513,7 +531,14 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // the upgrader has answered and logged
 	}
-	c := newConn(s, ws, r.UserAgent())
+	info := ClientInfo{ID: uuid.NewString(), ConnectedAt: time.Now(), UserAgent: r.UserAgent()}
+	c := newConn(s.ctx, s.svc, info)
+	c.fr = newWSFramer(ws, c, c.log, wsOptions{
+		readLimit:    s.readLimit,
+		writeWait:    s.writeWait,
+		closeGrace:   s.closeGrace,
+		pingInterval: s.cfg.PingInterval,
+	})
 	registered := s.register(c)
 	if registered {
 		c.log.Info("client connected", "userAgent", r.UserAgent(), "path", r.URL.Path, "subprotocol", ws.Subprotocol())
@@ -521,7 +546,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		c.requestClose(websocket.CloseGoingAway, "server shutting down")
 	}
-	c.serve()
+	_ = c.serve()
 	if registered {
 		s.mu.Lock()
 		delete(s.conns, c.id)
@@ -586,17 +611,7 @@ func (s *Server) validToken(got string) bool {
 }
 
 // hook calls a Config hook, recovering a panic.
-func (s *Server) hook(f func(ClientInfo), info ClientInfo) {
-	if f == nil {
-		return
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			s.log.Error("panic in hook", "panic", p, "stack", string(debug.Stack()))
-		}
-	}()
-	f(info)
-}
+func (s *Server) hook(f func(ClientInfo), info ClientInfo) { callHook(s.log, f, info) }
 
 // discardHandler is a slog.Handler that drops everything.
 type discardHandler struct{}

@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -12,7 +11,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"runtime/debug"
 	"sync"
 	"time"
 
@@ -52,15 +50,18 @@ type StreamConfig struct {
 }
 
 // StreamServer serves MCP over byte streams with the stdio transport's
-// framing: one JSON-RPC message per line, no embedded newlines. It shares
-// the JSON-RPC decoding, the MCP lifecycle and the tool registry semantics
-// of the WebSocket [Server]; the transport is whatever the caller hands it
-// (a unix socket accepted by Serve, or any io.ReadWriter given to
-// ServeConn). Its methods are safe for concurrent use.
+// framing: one JSON-RPC message per line, no embedded newlines. Its
+// connections run on the same engine as the WebSocket [Server]'s (one
+// dispatch, the MCP lifecycle, the per-connection request cap,
+// cancellation and panic recovery); only the framing differs. The
+// transport is whatever the caller hands it (a unix socket accepted by
+// Serve, or any io.ReadWriter given to ServeConn). Its methods are safe
+// for concurrent use.
 type StreamServer struct {
 	cfg      StreamConfig
 	log      *slog.Logger
 	tokenSum [sha256.Size]byte
+	svc      *service // what every connection serves
 
 	mu  sync.RWMutex
 	reg *registry
@@ -84,7 +85,20 @@ func NewStreamServer(cfg StreamConfig) *StreamServer {
 	if log == nil {
 		log = slog.New(discardHandler{})
 	}
-	return &StreamServer{cfg: cfg, log: log, tokenSum: sha256.Sum256([]byte(cfg.Token)), reg: &registry{}}
+	s := &StreamServer{cfg: cfg, log: log, tokenSum: sha256.Sum256([]byte(cfg.Token)), reg: &registry{}}
+	s.svc = &service{
+		log:           log,
+		serverName:    cfg.ServerName,
+		serverVersion: cfg.ServerVersion,
+		instructions:  cfg.Instructions,
+		listChanged:   false, // SetTools swaps the set between sessions, never during one
+		tools:         s.registry,
+		maxInflight:   maxInflight,
+		queueSize:     queueSize,
+		queueWait:     queueWait,
+		newTicker:     realTicker,
+	}
+	return s
 }
 
 // Token returns the authentication token. Never log it.
@@ -178,7 +192,7 @@ func (s *StreamServer) serveAuthenticated(ctx context.Context, c net.Conn) {
 	_ = c.SetReadDeadline(time.Time{})
 	info := ClientInfo{ID: uuid.NewString(), ConnectedAt: time.Now()}
 	s.log.Info("editor tools: client connected", "client", info.ID)
-	err = s.serve(ctx, br, c, info)
+	err = s.serve(ctx, newLineFramer(br, c, c, s.cfg.ReadLimit, streamWriteWait), info)
 	s.log.Info("editor tools: client disconnected", "client", info.ID, "err", err)
 }
 
@@ -188,206 +202,31 @@ func (s *StreamServer) validToken(got string) bool {
 	return subtle.ConstantTimeCompare(sum[:], s.tokenSum[:]) == 1
 }
 
-// ServeConn serves one already-authenticated stream until the peer closes
-// it, a message is too big, or ctx is done. It waits for the requests it
-// started. The caller closes rw.
+// ServeConn serves one already-authenticated stream until the peer ends
+// its input, a message is too big, or ctx is done. At the end of input the
+// requests in flight finish and their replies are written before it
+// returns; otherwise they are cancelled, and it waits for them. If rw is
+// an io.Closer, ServeConn closes it when it ends, and when ctx is done, to
+// end a blocked read; otherwise the caller must end the stream for
+// ServeConn to return.
 func (s *StreamServer) ServeConn(ctx context.Context, rw io.ReadWriter, client ClientInfo) error {
 	if client.ID == "" {
 		client.ID = uuid.NewString()
 	}
-	return s.serve(ctx, bufio.NewReaderSize(rw, 4096), rw, client)
+	closer, _ := rw.(io.Closer)
+	return s.serve(ctx, newLineFramer(bufio.NewReaderSize(rw, 4096), rw, closer, s.cfg.ReadLimit, streamWriteWait), client)
 }
 
-// errLineTooLong reports a message over the read limit.
-var errLineTooLong = errors.New("mcp: message too big")
-
-// readLine reads one line without its newline; a line over limit bytes is
-// an error (the stream cannot be resynchronised).
-func readLine(r *bufio.Reader, limit int) ([]byte, error) {
-	var line []byte
-	for {
-		chunk, err := r.ReadSlice('\n')
-		if len(line)+len(chunk) > limit+1 {
-			return nil, errLineTooLong
-		}
-		line = append(line, chunk...)
-		switch {
-		case err == nil:
-			return bytes.TrimRight(line, "\r\n"), nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case errors.Is(err, io.EOF) && len(bytes.TrimSpace(line)) > 0:
-			return line, nil
-		default:
-			return nil, err
-		}
+// serve runs the connection engine over fr; the peer's clean end of input
+// is no error.
+func (s *StreamServer) serve(ctx context.Context, fr *lineFramer, client ClientInfo) error {
+	c := newConn(ctx, s.svc, client)
+	c.fr = fr
+	stop := context.AfterFunc(ctx, func() { _ = fr.close() })
+	defer stop()
+	err := c.serve()
+	if errors.Is(err, errInputDone) {
+		return nil
 	}
-}
-
-// streamConn is one served stream.
-type streamConn struct {
-	srv    *StreamServer
-	w      io.Writer
-	client ClientInfo
-	log    *slog.Logger
-
-	wmu sync.Mutex // one message per write
-
-	mu       sync.Mutex
-	inflight map[string]*inflight
-}
-
-func (s *StreamServer) serve(ctx context.Context, r *bufio.Reader, w io.Writer, client ClientInfo) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	sc := &streamConn{srv: s, w: w, client: client, log: s.log.With("client", client.ID), inflight: map[string]*inflight{}}
-	var requests sync.WaitGroup
-	defer requests.Wait()
-	for {
-		line, err := readLine(r, s.cfg.ReadLimit)
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			if errors.Is(err, errLineTooLong) {
-				sc.write(encodeError(nil, invalidRequest(fmt.Sprintf("message larger than %d bytes", s.cfg.ReadLimit))))
-			}
-			return err
-		}
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		sc.handle(ctx, line, &requests)
-	}
-}
-
-func (sc *streamConn) write(data []byte) {
-	sc.wmu.Lock()
-	defer sc.wmu.Unlock()
-	if d, ok := sc.w.(interface{ SetWriteDeadline(time.Time) error }); ok {
-		_ = d.SetWriteDeadline(time.Now().Add(streamWriteWait))
-	}
-	data = append(data, '\n')
-	if _, err := sc.w.Write(data); err != nil {
-		sc.log.Debug("write failed", "err", err)
-	}
-}
-
-func (sc *streamConn) handle(ctx context.Context, data []byte, requests *sync.WaitGroup) {
-	msg, rpcErr := decodeMessage(data)
-	if rpcErr != nil {
-		sc.write(encodeError(msg.id, rpcErr))
-		return
-	}
-	switch msg.kind {
-	case kindResponse:
-		return
-	case kindNotification:
-		if msg.method == "notifications/cancelled" {
-			var p struct {
-				RequestID json.RawMessage `json:"requestId"`
-			}
-			if decodeParams(msg.params, &p) == nil {
-				if key, ok := idKey(p.RequestID); ok {
-					sc.cancel(key)
-				}
-			}
-		}
-		return
-	}
-	key, _ := idKey(msg.id)
-	rctx, cancel := context.WithCancel(ctx)
-	req := &inflight{cancel: cancel}
-	sc.mu.Lock()
-	_, dup := sc.inflight[key]
-	if !dup {
-		sc.inflight[key] = req
-	}
-	sc.mu.Unlock()
-	if dup {
-		cancel()
-		sc.write(encodeError(msg.id, invalidRequest("id already used by a pending request")))
-		return
-	}
-	requests.Add(1)
-	go func() {
-		defer requests.Done()
-		defer cancel()
-		reply := sc.run(rctx, msg)
-		sc.mu.Lock()
-		delete(sc.inflight, key)
-		suppressed := req.cancelled
-		sc.mu.Unlock()
-		if !suppressed {
-			sc.write(reply)
-		}
-	}()
-}
-
-func (sc *streamConn) cancel(key string) {
-	sc.mu.Lock()
-	req, ok := sc.inflight[key]
-	if ok {
-		req.cancelled = true
-	}
-	sc.mu.Unlock()
-	if ok {
-		req.cancel()
-	}
-}
-
-// streamInitializeResult is initializeResult plus instructions.
-type streamInitializeResult struct {
-	ProtocolVersion string `json:"protocolVersion"`
-	Capabilities    struct {
-		Tools struct {
-			ListChanged bool `json:"listChanged"`
-		} `json:"tools"`
-	} `json:"capabilities"`
-	ServerInfo struct {
-		Name    string `json:"name"`
-		Version string `json:"version"`
-	} `json:"serverInfo"`
-	Instructions string `json:"instructions,omitempty"`
-}
-
-func (sc *streamConn) run(ctx context.Context, msg incoming) (reply []byte) {
-	defer func() {
-		if p := recover(); p != nil {
-			sc.log.Error("panic in handler", "method", msg.method, "panic", p, "stack", string(debug.Stack()))
-			reply = encodeError(msg.id, &Error{Code: CodeInternalError, Message: "Internal error"})
-		}
-	}()
-	var res any
-	var err error
-	switch msg.method {
-	case "initialize":
-		var p initializeParams
-		if err = decodeParams(msg.params, &p); err == nil {
-			var r streamInitializeResult
-			r.ProtocolVersion = negotiateVersion(p.ProtocolVersion)
-			r.ServerInfo.Name = sc.srv.cfg.ServerName
-			r.ServerInfo.Version = sc.srv.cfg.ServerVersion
-			r.Instructions = sc.srv.cfg.Instructions
-			res = r
-		}
-	case "ping":
-		res = json.RawMessage(`{}`)
-	case "tools/list":
-		res = sc.srv.registry().listTools()
-	case "tools/call":
-		res, err = sc.srv.registry().callTool(ctx, sc.client, msg.params)
-	case "resources/list":
-		res = json.RawMessage(`{"resources":[]}`)
-	case "prompts/list":
-		res = json.RawMessage(`{"prompts":[]}`)
-	default:
-		err = &Error{Code: CodeMethodNotFound, Message: "Method not found: " + msg.method}
-	}
-	if err == nil {
-		if reply, err = encodeResult(msg.id, res); err == nil {
-			return reply
-		}
-	}
-	return encodeError(msg.id, toWireError(err))
+	return err
 }
