@@ -8,7 +8,12 @@
 package app
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
 	"log/slog"
+	"os"
 
 	"github.com/nvim-claude/nvim-claude/app/core"
 	"github.com/nvim-claude/nvim-claude/app/host"
@@ -18,6 +23,7 @@ import (
 	"github.com/nvim-claude/nvim-claude/ide/selection"
 	"github.com/nvim-claude/nvim-claude/kernel"
 	"github.com/nvim-claude/nvim-claude/mcp"
+	"github.com/nvim-claude/nvim-claude/nvimbridge"
 	"github.com/nvim-claude/nvim-claude/review"
 )
 
@@ -85,4 +91,40 @@ func Features(h host.Host, ed Editor) []host.Feature {
 		tools,
 		chatpanel.New(h, ed, chatpanel.Peers{Review: rev, Tools: tools}),
 	}
+}
+
+// Serve runs the application on the msgpack-RPC channel to Neovim (r, w:
+// the job's stdin and stdout) until Neovim closes it or ctx ends (a
+// signal), then stops the IDE server and every feature.
+func Serve(ctx context.Context, r io.Reader, w io.WriteCloser, log *slog.Logger) error {
+	bridge, err := nvimbridge.New(r, w, w, log.With("component", "nvim"))
+	if err != nil {
+		return fmt.Errorf("connect to Neovim: %w", err)
+	}
+	defer func() { _ = bridge.Close() }()
+	a := New(Options{Editor: bridge, Logger: log})
+	if err := a.Register(bridge); err != nil {
+		_ = a.Close()
+		return fmt.Errorf("register handlers: %w", err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- bridge.Serve() }()
+	log.Info("started", "version", Version, "pid", os.Getpid())
+	// A host killed outright could not remove its proposal directory.
+	if n := nvimbridge.SweepStaleProposals(); n > 0 {
+		log.Info("removed the proposal directories of hosts that are gone", "count", n)
+	}
+	select {
+	case err := <-served:
+		// Neovim closed the channel: it exited or stopped the job.
+		if err != nil && !errors.Is(err, io.EOF) {
+			log.Warn("rpc channel closed", "err", err)
+		}
+	case <-ctx.Done():
+		log.Info("signal received; shutting down")
+	}
+	if err := a.Close(); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
 }

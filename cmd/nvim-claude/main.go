@@ -7,7 +7,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -18,7 +17,6 @@ import (
 	"syscall"
 
 	"github.com/nvim-claude/nvim-claude/app"
-	"github.com/nvim-claude/nvim-claude/nvimbridge"
 )
 
 func main() {
@@ -53,43 +51,13 @@ func run(args []string, stdin io.Reader, stdout io.WriteCloser, stderr io.Writer
 	// it, so the process-wide Stdout now points at stderr.
 	os.Stdout = os.Stderr
 
-	bridge, err := nvimbridge.New(stdin, stdout, stdout, log.With("component", "nvim"))
-	if err != nil {
-		log.Error("connect to Neovim", "err", err)
-		return 1
-	}
-	a := app.New(app.Options{Editor: bridge, Logger: log})
-	if err := a.Register(bridge); err != nil {
-		log.Error("register handlers", "err", err)
-		return 1
-	}
-
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)
 	defer stop()
-	served := make(chan error, 1)
-	go func() { served <- bridge.Serve() }()
-	log.Info("started", "version", app.Version, "pid", os.Getpid())
-	// A host killed outright could not remove its proposal directory.
-	if n := nvimbridge.SweepStaleProposals(); n > 0 {
-		log.Info("removed the proposal directories of hosts that are gone", "count", n)
-	}
-
 	code := 0
-	select {
-	case err := <-served:
-		// Neovim closed the channel: it exited or stopped the job.
-		if err != nil && !errors.Is(err, io.EOF) {
-			log.Warn("rpc channel closed", "err", err)
-		}
-	case <-ctx.Done():
-		log.Info("signal received; shutting down")
-		code = 0
-	}
-	if err := a.Close(); err != nil {
-		log.Error("shutdown", "err", err)
+	if err := app.Serve(ctx, stdin, stdout, log); err != nil {
+		log.Error("nvim-claude", "err", err)
 		code = 1
 	}
-	_ = bridge.Close()
 	log.Info("stopped")
 	return code
 }

@@ -93,8 +93,8 @@ func under(p, pkg string) bool { return p == pkg || strings.HasPrefix(p, pkg+"/"
 //     feature and no part of app but app/host (core imports host);
 //   - mcp, chat and workspace import nothing of the module but each other
 //     where said (mcp: nothing; chat: nothing; workspace: nothing);
-//   - cmd imports no feature but the relay's socket discovery, and no
-//     app/core (it gets the application from app).
+//   - cmd imports app and the relay's socket discovery (edtools/discovery)
+//     only.
 func Check(g Graph) []string {
 	var bad []string
 	add := func(from, to, why string) { bad = append(bad, fmt.Sprintf("%s imports %s: %s", from, to, why)) }
@@ -115,10 +115,8 @@ func Check(g Graph) []string {
 				add(from, to, "nvimbridge never imports a feature or app")
 			case (under(from, "mcp") || under(from, "chat") || under(from, "workspace")) && !under(to, from):
 				add(from, to, "mcp, chat and workspace import nothing of the module")
-			case under(from, "cmd") && tf != "" && to != "edtools/discovery":
-				add(from, to, "cmd gets the features from app (the relay needs only edtools/discovery)")
-			case under(from, "cmd") && under(to, "app/core"):
-				add(from, to, "cmd gets the application from app")
+			case under(from, "cmd") && to != "app" && to != "edtools/discovery":
+				add(from, to, "cmd imports app and the relay's edtools/discovery only")
 			}
 		}
 	}
