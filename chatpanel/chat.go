@@ -89,29 +89,19 @@ func (c *Panel) Hooks() host.Hooks {
 
 func (c *Panel) luaRequests() map[string]host.LuaRequest {
 	return map[string]host.LuaRequest{
-		"chat_open": c.handleOpen,
-		"chat_send": c.withChat(func(ctx context.Context, ch *chatProc, raw json.RawMessage) (any, error) {
-			return ch.handleSend(ctx, raw)
-		}),
-		"chat_interrupt": c.withChat(func(ctx context.Context, ch *chatProc, _ json.RawMessage) (any, error) {
-			return ch.handleInterrupt(ctx)
-		}),
-		"chat_set_mode": c.withChat(func(ctx context.Context, ch *chatProc, raw json.RawMessage) (any, error) {
-			return ch.handleSetMode(ctx, raw)
-		}),
-		"chat_set_model": c.withChat(func(ctx context.Context, ch *chatProc, raw json.RawMessage) (any, error) {
-			return ch.handleSetModel(ctx, raw)
-		}),
-		"chat_permission": c.withChat(func(ctx context.Context, ch *chatProc, raw json.RawMessage) (any, error) {
-			return ch.handlePermission(ctx, raw)
-		}),
-		"chat_close":    c.handleClose,
-		"chat_list":     c.handleList,
-		"chat_sessions": c.handleSessions,
-		"chat_history":  c.withChat(func(ctx context.Context, ch *chatProc, _ json.RawMessage) (any, error) { return ch.handleHistory() }),
-		"chat_rewind":   c.withChat(func(ctx context.Context, ch *chatProc, raw json.RawMessage) (any, error) { return ch.handleRewind(raw) }),
-		"chat_fork":     c.handleFork,
-		"chat_plan":     c.withChat(func(ctx context.Context, ch *chatProc, _ json.RawMessage) (any, error) { return ch.handlePlan(ctx) }),
+		"chat_open":       host.Request("chat_open", c.handleOpen),
+		"chat_send":       withChat(c, "chat_send", (*chatProc).handleSend),
+		"chat_interrupt":  withChat(c, "chat_interrupt", func(ch *chatProc, ctx context.Context, _ idParams) (any, error) { return ch.handleInterrupt(ctx) }),
+		"chat_set_mode":   withChat(c, "chat_set_mode", (*chatProc).handleSetMode),
+		"chat_set_model":  withChat(c, "chat_set_model", (*chatProc).handleSetModel),
+		"chat_permission": withChat(c, "chat_permission", (*chatProc).handlePermission),
+		"chat_close":      host.Request("chat_close", c.handleClose),
+		"chat_list":       c.handleList,
+		"chat_sessions":   host.Request("chat_sessions", c.handleSessions),
+		"chat_history":    withChat(c, "chat_history", func(ch *chatProc, _ context.Context, _ idParams) (any, error) { return ch.handleHistory() }),
+		"chat_rewind":     withChat(c, "chat_rewind", func(ch *chatProc, _ context.Context, p rewindParams) (any, error) { return ch.handleRewind(p) }),
+		"chat_fork":       host.Request("chat_fork", c.handleFork),
+		"chat_plan":       withChat(c, "chat_plan", func(ch *chatProc, ctx context.Context, _ idParams) (any, error) { return ch.handlePlan(ctx) }),
 	}
 }
 
@@ -126,25 +116,27 @@ func (c *Panel) get(id string) (*chatProc, error) {
 	return ch, nil
 }
 
-// withChat decodes {id} and hands the chat to h.
-func (c *Panel) withChat(h func(context.Context, *chatProc, json.RawMessage) (any, error)) func(context.Context, json.RawMessage) (any, error) {
-	return func(ctx context.Context, raw json.RawMessage) (any, error) {
-		var p struct {
-			ID string `json:"id"`
-		}
-		if err := json.Unmarshal(raw, &p); err != nil {
-			return nil, fmt.Errorf("bad parameters: %w", err)
-		}
-		ch, err := c.get(p.ID)
+// idParams name a chat; every per-chat request's parameters embed them.
+type idParams struct {
+	ID string `json:"id"`
+}
+
+func (p idParams) chatID() string { return p.ID }
+
+// withChat makes the Lua handler of a per-chat request: its parameters
+// are decoded once (host.Request), the chat is found by their id and h gets
+// both, with a timeout, as Lua waits for the answer.
+func withChat[P interface{ chatID() string }](c *Panel, name string, h func(*chatProc, context.Context, P) (any, error)) host.LuaRequest {
+	return host.Request(name, func(ctx context.Context, p P) (any, error) {
+		ch, err := c.get(p.chatID())
 		if err != nil {
 			return nil, err
 		}
-		// Lua waits for the answer: a CLI that never answers a control
-		// request must not hang Neovim.
+		// A CLI that never answers a control request must not hang Neovim.
 		ctx, cancel := context.WithTimeout(ctx, chatRequestTimeout)
 		defer cancel()
-		return h(ctx, ch, raw)
-	}
+		return h(ch, ctx, p)
+	})
 }
 
 // openParams are chat_open's parameters.
@@ -167,11 +159,7 @@ func chatMode(mode string) bool {
 	return mode == "default" || mode == "acceptEdits" || mode == "plan"
 }
 
-func (c *Panel) handleOpen(ctx context.Context, raw json.RawMessage) (any, error) {
-	var p openParams
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return nil, fmt.Errorf("chat_open: bad parameters: %w", err)
-	}
+func (c *Panel) handleOpen(ctx context.Context, p openParams) (any, error) {
 	ch, err := c.open(ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("chat_open: %w", err)
@@ -285,13 +273,7 @@ func (c *Panel) open(ctx context.Context, p openParams) (*chatProc, error) {
 	return ch, nil
 }
 
-func (c *Panel) handleClose(ctx context.Context, raw json.RawMessage) (any, error) {
-	var p struct {
-		ID string `json:"id"`
-	}
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return nil, fmt.Errorf("chat_close: bad parameters: %w", err)
-	}
+func (c *Panel) handleClose(ctx context.Context, p idParams) (any, error) {
 	ch, err := c.get(p.ID)
 	if err != nil {
 		return nil, err
@@ -329,14 +311,13 @@ func (c *Panel) handleList(context.Context, json.RawMessage) (any, error) {
 	return map[string]any{"chats": out}, nil
 }
 
-func (c *Panel) handleSessions(_ context.Context, raw json.RawMessage) (any, error) {
-	var p struct {
-		Cwd       string `json:"cwd"`
-		ConfigDir string `json:"config_dir"` // optional; default from the environment
-	}
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return nil, fmt.Errorf("chat_sessions: bad parameters: %w", err)
-	}
+// sessionsParams are chat_sessions' parameters.
+type sessionsParams struct {
+	Cwd       string `json:"cwd"`
+	ConfigDir string `json:"config_dir"` // optional; default from the environment
+}
+
+func (c *Panel) handleSessions(_ context.Context, p sessionsParams) (any, error) {
 	if p.Cwd == "" {
 		return nil, errors.New("chat_sessions: cwd is required")
 	}
@@ -351,14 +332,13 @@ func (c *Panel) handleSessions(_ context.Context, raw json.RawMessage) (any, err
 	return map[string]any{"sessions": list}, nil
 }
 
-func (c *Panel) handleFork(ctx context.Context, raw json.RawMessage) (any, error) {
-	var p struct {
-		ID   string `json:"id"`
-		UUID string `json:"uuid"`
-	}
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return nil, fmt.Errorf("chat_fork: bad parameters: %w", err)
-	}
+// forkParams are chat_fork's parameters.
+type forkParams struct {
+	ID   string `json:"id"`
+	UUID string `json:"uuid"`
+}
+
+func (c *Panel) handleFork(ctx context.Context, p forkParams) (any, error) {
 	src, err := c.get(p.ID)
 	if err != nil {
 		return nil, err
@@ -832,12 +812,15 @@ func (ch *chatProc) addCheckpoint(turn, path string, contents *string) {
 	ch.checkpoints = append(ch.checkpoints, checkpoint{turn: turn, path: path, contents: contents})
 }
 
-func (ch *chatProc) handleRewind(raw json.RawMessage) (any, error) {
-	var p struct {
-		UUID string `json:"uuid"`
-	}
-	if err := json.Unmarshal(raw, &p); err != nil || p.UUID == "" {
-		return nil, fmt.Errorf("chat_rewind: uuid is required (%v)", err)
+// rewindParams are chat_rewind's parameters.
+type rewindParams struct {
+	idParams
+	UUID string `json:"uuid"`
+}
+
+func (ch *chatProc) handleRewind(p rewindParams) (any, error) {
+	if p.UUID == "" {
+		return nil, errors.New("chat_rewind: uuid is required")
 	}
 	ch.mu.Lock()
 	idx := -1
@@ -959,11 +942,14 @@ func (ch *chatProc) handleInterrupt(ctx context.Context) (any, error) {
 	return map[string]any{}, nil
 }
 
-func (ch *chatProc) handleSetMode(ctx context.Context, raw json.RawMessage) (any, error) {
-	var p struct {
-		Mode string `json:"mode"`
-	}
-	if err := json.Unmarshal(raw, &p); err != nil || !chatMode(p.Mode) {
+// modeParams are chat_set_mode's parameters.
+type modeParams struct {
+	idParams
+	Mode string `json:"mode"`
+}
+
+func (ch *chatProc) handleSetMode(ctx context.Context, p modeParams) (any, error) {
+	if !chatMode(p.Mode) {
 		return nil, fmt.Errorf("chat_set_mode: mode must be default, acceptEdits or plan (got %q)", p.Mode)
 	}
 	if err := ch.session().SetMode(ctx, p.Mode); err != nil {
@@ -979,11 +965,14 @@ func (ch *chatProc) handleSetMode(ctx context.Context, raw json.RawMessage) (any
 	return map[string]any{"mode": p.Mode}, nil
 }
 
-func (ch *chatProc) handleSetModel(ctx context.Context, raw json.RawMessage) (any, error) {
-	var p struct {
-		Model string `json:"model"`
-	}
-	if err := json.Unmarshal(raw, &p); err != nil || p.Model == "" {
+// modelParams are chat_set_model's parameters.
+type modelParams struct {
+	idParams
+	Model string `json:"model"`
+}
+
+func (ch *chatProc) handleSetModel(ctx context.Context, p modelParams) (any, error) {
+	if p.Model == "" {
 		return nil, errors.New("chat_set_model: model is required")
 	}
 	sess := ch.session()
@@ -1010,15 +999,12 @@ func (ch *chatProc) handleSetModel(ctx context.Context, raw json.RawMessage) (an
 
 // sendParams are chat_send's parameters.
 type sendParams struct {
+	idParams
 	Text        string       `json:"text"`
 	Attachments []attachment `json:"attachments"`
 }
 
-func (ch *chatProc) handleSend(ctx context.Context, raw json.RawMessage) (any, error) {
-	var p sendParams
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return nil, fmt.Errorf("chat_send: bad parameters: %w", err)
-	}
+func (ch *chatProc) handleSend(ctx context.Context, p sendParams) (any, error) {
 	var blocks []chat.ContentBlock
 	var labels []map[string]any
 	for _, a := range p.Attachments {

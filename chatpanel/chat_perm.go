@@ -289,6 +289,7 @@ func scopePerms(req chat.PermissionRequestEvent, scope string) ([]chat.Permissio
 
 // permParams are chat_permission's parameters.
 type permParams struct {
+	idParams
 	RequestID      string            `json:"request_id"`
 	Behavior       string            `json:"behavior"`
 	Scope          string            `json:"scope"`
@@ -297,11 +298,7 @@ type permParams struct {
 	AcceptPlanMode string            `json:"accept_plan_mode"`
 }
 
-func (ch *chatProc) handlePermission(ctx context.Context, raw json.RawMessage) (any, error) {
-	var a permParams
-	if err := json.Unmarshal(raw, &a); err != nil {
-		return nil, fmt.Errorf("chat_permission: bad parameters: %w", err)
-	}
+func (ch *chatProc) handlePermission(ctx context.Context, a permParams) (any, error) {
 	if a.Behavior != "allow" && a.Behavior != "deny" {
 		return nil, fmt.Errorf("chat_permission: behavior must be allow or deny, got %q", a.Behavior)
 	}

@@ -313,7 +313,7 @@ func TestChatCheckpointFromResult(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	res, err := ch.handleRewind(json.RawMessage(`{"uuid":"u1"}`))
+	res, err := ch.handleRewind(rewindParams{UUID: "u1"})
 	if err != nil {
 		t.Fatal(err)
 	}
