@@ -21,11 +21,9 @@ import (
 )
 
 // Editor is what the chat panel needs from Neovim: events delivered to
-// require("claude.chat") in order, and the text of a pending diff
-// proposal, to accept it from the chat prompt with the user's edits.
+// require("claude.chat") in order.
 type Editor interface {
 	Emit(ctx context.Context, event string, data any) error
-	ChatProposalText(ctx context.Context, tabName string) (text string, ok bool, err error)
 }
 
 // Reviewer is the diff review the chat's edit permissions open

@@ -117,6 +117,11 @@ func (ch *chatProc) onPermission(e chat.PermissionRequestEvent) {
 	case "edit":
 		ch.prepareDiff(p)
 		data["diff"] = p.diff
+		if p.diff {
+			// Lua answers an accept from the chat with the proposal as
+			// the user left it in the diff named so (permParams.Proposal).
+			data["tab_name"] = p.tabName
+		}
 	}
 	ch.mu.Lock()
 	ch.perms[e.RequestID] = p
@@ -296,6 +301,10 @@ type permParams struct {
 	Message        string            `json:"message"`
 	Answers        map[string]string `json:"answers"`
 	AcceptPlanMode string            `json:"accept_plan_mode"`
+	// Proposal is the text of a diff-backed request's proposal buffer as
+	// the user left it, which Lua sends with an allow from the chat (nil:
+	// the proposal unchanged).
+	Proposal *string `json:"proposal"`
 }
 
 func (ch *chatProc) handlePermission(ctx context.Context, a permParams) (any, error) {
@@ -373,20 +382,15 @@ func (ch *chatProc) handlePermission(ctx context.Context, a permParams) (any, er
 }
 
 // decideDiff answers a diff-backed request from the chat: allow accepts
-// the diff with the proposal buffer as it now reads; deny rejects it. The
-// review goroutine then answers the CLI.
+// the diff with the proposal buffer as Lua sent it (the proposal unchanged
+// when it sent none); deny rejects it. The review goroutine then answers
+// the CLI.
 func (ch *chatProc) decideDiff(ctx context.Context, p *chatPerm, a permParams) (any, error) {
 	ans := host.Verdict{Text: host.VerdictRejected}
 	if a.Behavior == "allow" {
 		text := p.proposal
-		if ce := ch.c.ed; ce != nil {
-			t, found, err := ce.ChatProposalText(ctx, p.tabName)
-			if err != nil {
-				return nil, fmt.Errorf("chat_permission: read the proposal: %w", err)
-			}
-			if found {
-				text = t
-			}
+		if a.Proposal != nil {
+			text = *a.Proposal
 		}
 		ans = host.Verdict{Text: host.VerdictAccepted, Contents: text}
 	}

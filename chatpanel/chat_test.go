@@ -63,10 +63,6 @@ func (r *chatRecorder) Emit(ctx context.Context, event string, data any) error {
 	return nil
 }
 
-func (r *chatRecorder) ChatProposalText(ctx context.Context, tabName string) (string, bool, error) {
-	return r.b.ChatProposalText(ctx, tabName)
-}
-
 // wait returns the n-th event called name whose data satisfies pred.
 func (r *chatRecorder) wait(t *testing.T, n int, name string, pred func(map[string]any) bool) map[string]any {
 	t.Helper()
@@ -229,12 +225,14 @@ vim.api.nvim_set_current_win(vim.fn.bufwinid(d.proposal_bufnr))
 vim.cmd("write")`)
 		}, "diff", true, strings.Replace(strings.Replace(diffMainText, "three", "THREE", 1), "one", "ONE (tweaked by the user)", 1)},
 		{"tweak and allow from the chat", func(t *testing.T, h *chatHarness, id, reqID string) {
-			// As Lua sends it: an rpcrequest, during which Go reads the
-			// proposal from Neovim and closes the diff.
+			// As the chat panel sends it: the parameters claude.chat.permission
+			// builds, carrying the tweaked proposal; Go closes the diff.
 			h.Exec(t, tweakProposal+`
-local chan, params = ...
+local chan, id, req_id, tab = ...
+local params = require("claude.chat.permission").params({ id = id }, { id = req_id, d = { diff = true, tab_name = tab } }, { behavior = "allow" })
+assert(params.proposal and params.proposal:find("tweaked by the user", 1, true), vim.inspect(params))
 local res = vim.fn.rpcrequest(chan, "chat_permission", vim.json.encode(params))
-assert(res == "{}", res)`, h.ChannelID(), map[string]any{"id": id, "request_id": reqID, "behavior": "allow"})
+assert(res == "{}", res)`, h.ChannelID(), id, reqID, "[Claude chat] main.txt")
 		}, "user", true, strings.Replace(strings.Replace(diffMainText, "three", "THREE", 1), "one", "ONE (tweaked by the user)", 1)},
 		{"allow unchanged from the chat", func(t *testing.T, h *chatHarness, id, reqID string) {
 			h.call(t, "chat_permission", map[string]any{"id": id, "request_id": reqID, "behavior": "allow"})
@@ -254,7 +252,8 @@ assert(res == "{}", res)`, h.ChannelID(), map[string]any{"id": id, "request_id":
 			id := h.open(t, nil)
 			sent := h.call(t, "chat_send", map[string]any{"id": id, "text": "capitalise three"})
 			perm := h.rec.wait(t, 1, "permission", nil)
-			if perm["diff"] != true || perm["kind"] != "edit" || perm["tool"] != "Edit" || perm["summary"] != "Edit main.txt" {
+			if perm["diff"] != true || perm["kind"] != "edit" || perm["tool"] != "Edit" || perm["summary"] != "Edit main.txt" ||
+				perm["tab_name"] != "[Claude chat] main.txt" {
 				t.Fatalf("permission = %v", perm)
 			}
 			h.WaitFor(t, 30*nvimtest.Slack*time.Second, waitDiffOpen, "", "the diff opens")

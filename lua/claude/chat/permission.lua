@@ -279,10 +279,41 @@ function M.jump(chat)
   return false
 end
 
---- Sends the answer for p. params: behavior, scope, message, answers, accept_plan_mode.
-function M.respond(chat, p, params)
+-- proposal_text is the text of the pending diff named tab_name as writing
+-- its proposal buffer would save it (nil when that diff is gone).
+local function proposal_text(tab_name)
+  local ok, diff = pcall(require, "claude.diff")
+  if not ok then
+    return nil
+  end
+  for _, d in ipairs(diff.pending()) do
+    if d.tab_name == tab_name and api.nvim_buf_is_valid(d.proposal_bufnr) then
+      return diff.buffer_contents(d.proposal_bufnr)
+    end
+  end
+  return nil
+end
+
+--- The chat_permission parameters of an answer to p (params: behavior,
+--- scope, message, answers, accept_plan_mode). An allow of a diff-backed
+--- request carries the proposal as the user left it in the diff review, so
+--- the host needs no second trip to Neovim.
+---@param chat {id: string}
+---@param p {id: string, d: table}
+---@param params table
+---@return table
+function M.params(chat, p, params)
   params.id = chat.id
   params.request_id = p.id
+  if params.behavior == "allow" and p.d.diff and p.d.tab_name then
+    params.proposal = proposal_text(p.d.tab_name)
+  end
+  return params
+end
+
+--- Sends the answer for p (see M.params).
+function M.respond(chat, p, params)
+  params = M.params(chat, p, params)
   local res, err = require("claude.server").request("chat_permission", params)
   if not res and err then
     notify(err, vim.log.levels.ERROR)
