@@ -48,7 +48,7 @@ type conn struct {
 	log *slog.Logger
 	id  string
 
-	ctx    context.Context // cancelled when the read loop ends or the server closes
+	ctx    context.Context // set by serve; cancelled when the read loop ends or serve's ctx is done
 	cancel context.CancelFunc
 
 	out       chan outgoing
@@ -73,16 +73,13 @@ type inflight struct {
 	cancelled bool // by notifications/cancelled: no reply is sent
 }
 
-// newConn returns a connection for client; its context derives from ctx.
-// Set its framer (c.fr, which may need c as its link) before serve.
-func newConn(ctx context.Context, svc *service, client ClientInfo) *conn {
-	ctx, cancel := context.WithCancel(ctx)
+// newConn returns a connection for client. Set its framer (c.fr, which may
+// need c as its link) before serve.
+func newConn(svc *service, client ClientInfo) *conn {
 	return &conn{
 		svc:       svc,
 		log:       svc.log.With("client", client.ID),
 		id:        client.ID,
-		ctx:       ctx,
-		cancel:    cancel,
 		out:       make(chan outgoing, svc.queueSize),
 		closing:   make(chan struct{}),
 		readDone:  make(chan struct{}),
@@ -100,8 +97,12 @@ func (c *conn) info() ClientInfo {
 
 // serve runs the connection over c.fr until it ends and everything it
 // started has stopped, and returns why the read loop ended: errInputDone
-// for the peer's clean end of input.
-func (c *conn) serve() error {
+// for the peer's clean end of input. Cancelling ctx cancels the requests
+// in flight; ending the transport is the caller's (requestClose, or
+// closing the framer).
+func (c *conn) serve(ctx context.Context) error {
+	c.ctx, c.cancel = context.WithCancel(ctx)
+	defer c.cancel()
 	go c.writeLoop()
 	err := c.readLoop()
 	c.log.Debug("read loop ended", "err", err)
@@ -340,7 +341,7 @@ func (c *conn) writeLoop() {
 			if err := hb.beat(ctx, now); err != nil {
 				var fe *frameError
 				if errors.As(err, &fe) {
-					c.log.Warn("closing", "reason", fe.reason)
+					c.log.Debug("heartbeat: closing", "reason", fe.reason)
 					c.requestClose(fe.code, fe.reason)
 					continue
 				}

@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"context"
-	"errors"
 	"io"
 	"runtime"
 	"time"
@@ -78,7 +77,7 @@ type frameError struct {
 func (e *frameError) Error() string { return "mcp: " + e.reason }
 
 // errInputDone is a framer's clean end of input (see framer.read).
-var errInputDone = errors.New("mcp: end of input")
+const errInputDone = sentinel("mcp: end of input")
 
 // readMessage reads r to its end, or to max bytes, into a buffer of
 // exactly that size. io.ReadAll grows one buffer by copying it, so a 20 MB

@@ -24,7 +24,8 @@ type lineFramer struct {
 	readLimit int
 	writeWait time.Duration
 
-	err error // set by read after a line too long: every later read fails
+	err     error   // set by read after a line too long: every later read fails
+	newline [1]byte // written after each message
 
 	closeOnce sync.Once
 	closeErr  error
@@ -33,13 +34,11 @@ type lineFramer struct {
 // newLineFramer frames the stream read from r and written to w; closer,
 // when not nil, ends it (see close).
 func newLineFramer(r *bufio.Reader, w io.Writer, closer io.Closer, readLimit int, writeWait time.Duration) *lineFramer {
-	return &lineFramer{r: r, w: w, closer: closer, readLimit: readLimit, writeWait: writeWait}
+	return &lineFramer{r: r, w: w, closer: closer, readLimit: readLimit, writeWait: writeWait, newline: [1]byte{'\n'}}
 }
 
 // errLineTooLong reports a message over the read limit.
-var errLineTooLong = errors.New("mcp: message too big")
-
-var newline = []byte{'\n'}
+const errLineTooLong = sentinel("mcp: message too big")
 
 func (f *lineFramer) read(context.Context) ([]byte, error) {
 	if f.err != nil {
@@ -96,7 +95,7 @@ func (f *lineFramer) write(ctx context.Context, msg []byte) error {
 			return err
 		}
 	}
-	bufs := net.Buffers{msg, newline}
+	bufs := net.Buffers{msg, f.newline[:]}
 	_, err := bufs.WriteTo(f.w)
 	return err
 }

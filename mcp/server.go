@@ -532,7 +532,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return // the upgrader has answered and logged
 	}
 	info := ClientInfo{ID: uuid.NewString(), ConnectedAt: time.Now(), UserAgent: r.UserAgent()}
-	c := newConn(s.ctx, s.svc, info)
+	c := newConn(s.svc, info)
 	c.fr = newWSFramer(ws, c, c.log, wsOptions{
 		readLimit:    s.readLimit,
 		writeWait:    s.writeWait,
@@ -546,7 +546,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		c.requestClose(websocket.CloseGoingAway, "server shutting down")
 	}
-	_ = c.serve()
+	_ = c.serve(s.ctx)
 	if registered {
 		s.mu.Lock()
 		delete(s.conns, c.id)

@@ -220,11 +220,11 @@ func (s *StreamServer) ServeConn(ctx context.Context, rw io.ReadWriter, client C
 // serve runs the connection engine over fr; the peer's clean end of input
 // is no error.
 func (s *StreamServer) serve(ctx context.Context, fr *lineFramer, client ClientInfo) error {
-	c := newConn(ctx, s.svc, client)
+	c := newConn(s.svc, client)
 	c.fr = fr
 	stop := context.AfterFunc(ctx, func() { _ = fr.close() })
 	defer stop()
-	err := c.serve()
+	err := c.serve(ctx)
 	if errors.Is(err, errInputDone) {
 		return nil
 	}

@@ -3,11 +3,13 @@ package mcp
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
+	"io"
+	"log/slog"
 	"net"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -123,11 +125,16 @@ func TestStreamCancel(t *testing.T) {
 // message after it, end the connection.
 func TestStreamRefuses(t *testing.T) {
 	_, sock := startStream(t, 256)
-	cases := []struct{ name, hello, then string }{
-		{"wrong token", `{"token":"guess"}`, `{"jsonrpc":"2.0","id":1,"method":"ping"}`},
-		{"no token", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, `{"jsonrpc":"2.0","id":2,"method":"ping"}`},
-		{"huge hello", `{"token":"` + strings.Repeat("x", 8<<10) + `"}`, ``},
-		{"huge message", `{"token":"s3cret"}`, `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"p":"` + strings.Repeat("x", 300) + `"}}`},
+	cases := []struct {
+		name, hello, then string
+		want              []string // the lines answered before the end
+	}{
+		{"wrong token", `{"token":"guess"}`, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, nil},
+		{"no token", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, `{"jsonrpc":"2.0","id":2,"method":"ping"}`, nil},
+		{"huge hello", `{"token":"` + strings.Repeat("x", 8<<10) + `"}`, ``, nil},
+		{"huge message", `{"token":"s3cret"}`, `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"p":"` + strings.Repeat("x", 300) + `"}}` + "\n" +
+			`{"jsonrpc":"2.0","id":2,"method":"ping"}`,
+			[]string{`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: message larger than 256 bytes"}}`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -139,13 +146,10 @@ func TestStreamRefuses(t *testing.T) {
 				if err != nil {
 					break // closed: what we want
 				}
-				got = append(got, line)
+				got = append(got, strings.TrimSuffix(line, "\n"))
 			}
-			for _, l := range got {
-				var m map[string]json.RawMessage
-				if json.Unmarshal([]byte(l), &m) != nil || m["result"] != nil {
-					t.Fatalf("answered: %q", got)
-				}
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Fatalf("answered %q, want %q", got, tc.want)
 			}
 		})
 	}
@@ -165,5 +169,122 @@ func TestStreamSetToolsRejectsDuplicates(t *testing.T) {
 	}
 	if s.Token() == "" {
 		t.Fatal("no random token")
+	}
+}
+
+// signalHandler is a slog.Handler that closes ch when a record with the
+// message msg is logged.
+type signalHandler struct {
+	msg  string
+	once *sync.Once
+	ch   chan struct{}
+}
+
+func (h signalHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h signalHandler) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		h.once.Do(func() { close(h.ch) })
+	}
+	return nil
+}
+func (h signalHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h signalHandler) WithGroup(string) slog.Handler      { return h }
+
+// TestStreamEndOfInput is the stdio relay's contract: when the CLI closes
+// its stdin, the relay half-closes the socket; the calls in flight then
+// finish, uncancelled, and their replies go out before the server closes
+// the stream.
+func TestStreamEndOfInput(t *testing.T) {
+	eof := make(chan struct{})
+	release := make(chan struct{})
+	s := NewStreamServer(StreamConfig{
+		Token:  "s3cret",
+		Logger: slog.New(signalHandler{msg: "read loop ended", once: new(sync.Once), ch: eof}),
+	})
+	err := s.SetTools([]Tool{{Name: "slow", Handler: func(ctx context.Context, _ *ToolRequest) (*ToolResult, error) {
+		select {
+		case <-release:
+			return TextResult("finished"), nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	}()
+	c := dialStream(t, sock, `{"token":"s3cret"}`)
+	if _, err := c.c.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.c.(*net.UnixConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-eof:
+	case <-time.After(guard):
+		t.Fatal("the server did not see the end of input")
+	}
+	close(release)
+	line, err := c.r.ReadString('\n')
+	if want := `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"finished"}]}}` + "\n"; line != want || err != nil {
+		t.Fatalf("after the end of input: %q, %v; want %q", line, err, want)
+	}
+	if _, err := c.r.ReadString('\n'); !errors.Is(err, io.EOF) {
+		t.Fatalf("the server did not close the stream: %v", err)
+	}
+}
+
+// TestStreamServeConn serves a pipe, which is an io.Closer: the in-flight
+// cap holds on a StreamServer's connections too, and cancelling ctx ends
+// ServeConn and the calls it started.
+func TestStreamServeConn(t *testing.T) {
+	s := NewStreamServer(StreamConfig{})
+	s.svc.maxInflight = 1
+	started := make(chan struct{}, 1)
+	err := s.SetTools([]Tool{{Name: "hold", Handler: func(ctx context.Context, _ *ToolRequest) (*ToolResult, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, client := net.Pipe()
+	defer client.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.ServeConn(ctx, server, ClientInfo{}) }()
+	_ = client.SetDeadline(time.Now().Add(guard))
+	sc := &streamClient{c: client, r: bufio.NewReader(client)}
+	if _, err := client.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hold"}}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	if got, want := sc.roundTrip(t, `{"jsonrpc":"2.0","id":2,"method":"ping"}`),
+		`{"jsonrpc":"2.0","id":2,"error":{"code":-32000,"message":"Server busy: 1 requests are already running on this connection; wait for some to finish"}}`; got != want {
+		t.Fatal(diff(want, got))
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("ServeConn cancelled: no error")
+		}
+	case <-time.After(guard):
+		t.Fatal("ServeConn did not end when its context was cancelled")
 	}
 }

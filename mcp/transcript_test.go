@@ -104,10 +104,10 @@ func serveLines(t *testing.T, s *Server) linePeer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newConn(s.ctx, s.svc, ClientInfo{ID: "lines", ConnectedAt: time.Now()})
+	c := newConn(s.svc, ClientInfo{ID: "lines", ConnectedAt: time.Now()})
 	c.fr = newLineFramer(bufio.NewReader(server), server, server, int(s.readLimit), s.writeWait)
 	done := make(chan error, 1)
-	go func() { done <- c.serve() }()
+	go func() { done <- c.serve(s.ctx) }()
 	t.Cleanup(func() {
 		_ = client.Close()
 		select {
