@@ -14,7 +14,6 @@ import (
 // float; the next request to the model holds the kernel's output. A second
 // call sees the first one's variables.
 func TestCLIExecuteCode(t *testing.T) {
-	executeRegistered(t)
 	s := startSession(t, sessionOpts{files: map[string]string{"analysis.py": "# %%\nimport math\n"}})
 	s.Exec(t, `vim.cmd("wincmd t | edit analysis.py | wincmd l")`)
 

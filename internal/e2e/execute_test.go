@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -14,24 +12,6 @@ import (
 // executeCode through the whole product but the CLI: the plugin as a user
 // sets it up, :ClaudeStart, the real host binary with its embedded kernel
 // helper, a real Jupyter kernel, and a WebSocket client in place of the CLI.
-
-// executeRegistered skips the executeCode end-to-end tests until the
-// execute component is in plugin/app.go's newComponents (the lead adds the
-// line when merging the feature).
-func executeRegistered(t *testing.T) {
-	t.Helper()
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	src, err := os.ReadFile(filepath.Join(root, "plugin", "app.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(src), "newKernels(a)") {
-		t.Skip("executeCode is not registered yet: plugin/app.go newComponents lacks newKernels(a)")
-	}
-}
 
 // runConfirmed calls executeCode, answers the confirmation float with key,
 // and returns the result frame.
@@ -77,7 +57,6 @@ func resultText(res map[string]any) (string, bool) {
 // the kernel's end with the host: a clean stop (jobstop) or a SIGKILL (the
 // helper sees its stdin close).
 func TestExecuteCodeThroughThePlugin(t *testing.T) {
-	executeRegistered(t)
 	for _, how := range []string{"jobstop", "SIGKILL"} {
 		t.Run(how, func(t *testing.T) {
 			e := startToolsEnv(t, map[string]string{"analysis.py": "# %%\n"})
