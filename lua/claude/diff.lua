@@ -2,8 +2,8 @@
 -- the editor has it on one side and the proposal on the other, and waits for
 -- the user's decision.
 --
--- The Go host opens and closes diffs (nvimbridge/lua/diff.lua calls M._open
--- and M._close); the user decides here (:w, :q, :ClaudeDiffAccept …) and the
+-- The Go host opens and closes diffs (nvimbridge/lua/diff.lua calls M.open
+-- and M.close); the user decides here (:w, :q, :ClaudeDiffAccept …) and the
 -- decision goes back to the host with rpcrequest(chan, "diff_decision",
 -- json), which answers whether it was still waiting for it. The host
 -- answers the CLI, and the CLI, never us, writes the file.
@@ -1056,10 +1056,12 @@ local function focus(d, o)
   end
 end
 
---- Opens a diff (called by the host through nvimbridge/lua/diff.lua).
---- args: {id, tab_name, old_path, new_path, contents, chan}.
---- Returns {proposal_bufnr, original_bufnr, modified, new_file, tab}.
-function M._open(args)
+--- Opens a diff for review: the Go host's openDiff, through the bridge's
+--- diff_open (nvimbridge/lua/diff.lua). Raises an error with a plain message
+--- when it cannot open.
+---@param args {id: string, tab_name: string, old_path?: string, new_path: string, contents?: string, proposal?: table, chan?: integer}
+---@return {proposal_bufnr: integer, original_bufnr: integer, modified: boolean, new_file: boolean, tab: integer}
+function M.open(args)
   if in_cmdwin() then
     -- Nothing can open while it is (E11); the CLI's own prompt in its
     -- terminal still takes the answer.
@@ -1149,10 +1151,11 @@ function M._open(args)
   }
 end
 
---- Closes diffs by id (called by the host: close_tab, closeAllDiffTabs, a
---- CLI that went away). args: {ids = {…}, outcome = "closed"}. Returns how
---- many were open.
-function M._close(args)
+--- Closes diffs by id: the Go host's close_tab, closeAllDiffTabs or a CLI
+--- that went away, through the bridge's diff_close.
+---@param args {ids?: string[], outcome?: string} outcome defaults to "closed"
+---@return integer closed how many of them were open
+function M.close(args)
   local n = 0
   for _, id in ipairs(args.ids or {}) do
     local d = diffs[id]
@@ -1166,7 +1169,7 @@ end
 --- Host events ("diff.<event>").
 function M._on_event(event, data)
   if event == "close" then
-    M._close(data or {})
+    M.close(data or {})
   end
 end
 

@@ -5,7 +5,7 @@
 -- first move after a quiet period notes where the cursor is, removes them
 -- and tells the Go host "something moved" (selection_dirty). The host waits
 -- for the debounce and asks for the state in one call (the bridge's
--- selection_pull, which lands in M._pull): if the cursor is no longer where
+-- selection_pull, which lands in M.pull): if the cursor is no longer where
 -- it was noted, it is still moving and the host asks again a debounce
 -- later; once it has come to rest the payload is gathered and the autocmds
 -- come back. While the cursor keeps moving no Lua runs at all.
@@ -910,9 +910,11 @@ function M.share(arg)
   util.notify(msg, vim.log.levels.INFO)
 end
 
--- Called by the bridge (nvimbridge/lua/selection.lua) -----------------------
+-- The host's entry points (nvimbridge/lua/selection.lua calls them) ---------
 
---- The state for the host's debounced pull. Unless force is set, answers
+--- The state for the Go host's debounced pull (the bridge's
+--- selection_pull): the current window's selection or cursor, or
+--- {kind = "skip"} / {kind = "denied"}. Unless force is set, answers
 --- {kind = "wait", wait = ms} while the cursor is still moving.
 ---
 --- Moves are not timed one by one (that would cost Lua on every key), so
@@ -920,7 +922,9 @@ end
 --- at half the debounce sends between 0.5 and 1 debounce after the last
 --- move; a full-debounce poll made that 1 to 2 (make bench, scenario 2:
 --- p99 101 ms at the default 50 ms).
-function M._pull(force)
+---@param force? boolean gather now, even while the cursor moves
+---@return table state
+function M.pull(force)
   if not force and S.snap then
     local now = snapshot()
     if not same(now, S.snap) then
@@ -957,9 +961,11 @@ local function editor_window()
   return nil
 end
 
---- The selection in the active editor for getCurrentSelection: the current
---- window if it shows a file, else the file window used last.
-function M._current()
+--- The selection in the active editor for getCurrentSelection (the
+--- bridge's selection_current): the current window if it shows a file,
+--- else the file window used last. {kind = "none"} when there is none.
+---@return table state
+function M.current()
   local win = editor_window()
   if not win then
     return { kind = "none" }
