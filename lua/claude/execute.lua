@@ -45,16 +45,15 @@ function M.options()
   return out
 end
 
-local function opt(buf, name)
-  return api.nvim_buf_get_option(buf, name)
-end
+local editor = require("claude.editor")
+local opt = editor.buf_opt
 
---- The buffer the user works in: the active editor window's (claude.editor:
---- the current window, or — while the Claude terminal has focus — the one
---- used last), else the current one.
+--- The buffer the user works in: the active editor's (claude.editor, the
+--- window getCurrentSelection reads and getOpenEditors marks `isActive`),
+--- else the current one.
 ---@return integer bufnr
 function M.buffer()
-  local win = require("claude.editor").active_window()
+  local win = editor.active_window()
   return win and api.nvim_win_get_buf(win) or api.nvim_get_current_buf()
 end
 

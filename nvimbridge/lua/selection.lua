@@ -10,7 +10,8 @@ function fns.selection_pull(args)
 end
 
 -- selection_current answers getCurrentSelection: the active editor's
--- selection, even while the Claude terminal has the focus.
+-- selection (claude.editor.active_window), even while the Claude terminal
+-- has the focus.
 function fns.selection_current()
   return require("claude.selection").current()
 end
