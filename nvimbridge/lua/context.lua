@@ -81,8 +81,11 @@ api.nvim_create_autocmd({ "BufReadPost", "BufNewFile", "BufWritePost", "FileChan
   group = stamp_group,
   desc = "nvim-claude: remember the file's stat as of the buffer's last read or write",
   callback = function(args)
-    local path = E.file_path(args.buf)
-    if not path then
+    -- (pcall: in a Neovim without the plugin's Lua an autocmd must not fail)
+    local ok, path = pcall(function()
+      return E.file_path(args.buf)
+    end)
+    if not ok or not path then
       return
     end
     -- ":w other.txt" writes another file: the buffer's own base is unchanged
