@@ -61,6 +61,15 @@ package.loaded["nvim-claude.bridge"].fns.slow = function() vim.fn.getchar() end`
 		})
 	}
 
+	// Without the plugin's Lua the bridge still loads and answers (above),
+	// its autocmds stay quiet, and a function that needs claude.editor says
+	// why it cannot.
+	n.Exec(t, `vim.cmd("edit " .. vim.fn.fnameescape(vim.fn.tempname())) vim.cmd("write")`)
+	var le *nvimbridge.LuaError
+	if err := b.Call(ctx, "ctx_editors", nil, nil); !errors.As(err, &le) || !strings.Contains(err.Error(), "not on 'runtimepath'") {
+		t.Fatalf("ctx_editors without the plugin's Lua: err = %v", err)
+	}
+
 	// A call that Neovim cannot answer (blocked in getchar) times out
 	// instead of hanging the caller; Neovim recovers once unblocked.
 	tctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)

@@ -791,3 +791,75 @@ func TestEditorsUnmarshal(t *testing.T) {
 		})
 	}
 }
+
+// TestActiveEditorAgrees pins issue 15: getOpenEditors' active file (and
+// isActive) and getCurrentSelection read the same window, claude.editor's
+// active editor, also where the old pickers differed (a file window in
+// diff mode or the preview window has the focus).
+func TestActiveEditorAgrees(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup string
+		want  string
+	}{
+		{"current file window", ``, "b.txt"},
+		{"file window in diff mode", `vim.wo.diff = true`, "b.txt"},
+		{"preview window", `vim.wo.previewwindow = true`, "b.txt"},
+		{"from the Claude terminal", `vim.cmd("botright vsplit | enew") vim.bo.buftype = "nofile" vim.b.claude_terminal = true`, "b.txt"},
+		{"from a sidebar, then the terminal", `vim.cmd("wincmd p | topleft vsplit | enew") vim.bo.buftype = "nofile" vim.bo.filetype = "NvimTree"
+vim.cmd("wincmd b | botright vsplit | enew") vim.bo.buftype = "nofile" vim.b.claude_terminal = true`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := startCtxEnv(t, map[string]string{"a.txt": "a\n", "b.txt": "b\n"})
+			e.edit(t, "a.txt")
+			e.Exec(t, `vim.cmd("vsplit " .. vim.fn.fnameescape(...))`, e.path("b.txt"))
+			if tt.setup != "" {
+				e.Exec(t, tt.setup)
+			}
+			eds, err := e.b.Editors(ctxBg())
+			if err != nil {
+				t.Fatal(err)
+			}
+			sel, err := e.b.CurrentSelection(ctxBg())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if eds.Current == nil || sel.Kind != nvimbridge.SelectionKindSelection {
+				t.Fatalf("current %+v, selection %+v: want both", eds.Current, sel)
+			}
+			var active []string
+			for _, b := range eds.Buffers {
+				if b.Active {
+					active = append(active, b.Path)
+				}
+			}
+			if len(active) != 1 || active[0] != eds.Current.Path || sel.Path != eds.Current.Path {
+				t.Fatalf("isActive %v, getOpenEditors' current %s, getCurrentSelection %s: want one window", active, eds.Current.Path, sel.Path)
+			}
+			if tt.want != "" && sel.Path != e.path(tt.want) {
+				t.Fatalf("active editor %s, want %s", sel.Path, e.path(tt.want))
+			}
+		})
+	}
+}
+
+// TestEditorColumns pins claude.editor's one byte <-> code-unit conversion.
+func TestEditorColumns(t *testing.T) {
+	e := startCtxEnv(t, nil)
+	var got []int
+	e.Eval(t, `local E = require("claude.editor")
+local s = "é😀x" -- 2 + 4 + 1 bytes
+return {
+  E.units(s, 0), E.units(s, 2), E.units(s, 6), E.units(s, 7), E.units(s, 99),
+  E.units(s, 4),                                   -- inside 😀: points at it
+  E.units(s, 6, "utf-32"), E.units(s, 6, "utf-8"),
+  E.units("\233ab", 3), E.units("\128ab", 3),      -- invalid bytes: one each
+  E.byte_col(s, 1), E.byte_col(s, 3), E.byte_col(s, 2), E.byte_col(s, 99),
+  E.byte_col(s, 2, "utf-32"),
+}`, &got)
+	want := []int{0, 1, 3, 4, 4, 1, 2, 6, 3, 3, 2, 6, 6, 7, 6}
+	if mustJSON(got) != mustJSON(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}

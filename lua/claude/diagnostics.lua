@@ -34,37 +34,29 @@ local function server()
   return require("claude.server")
 end
 
+local editor = require("claude.editor")
+
 -- file_path returns the absolute path of a buffer that holds a file, or nil
 -- for terminals, help, quickfix, scratch and URL-named buffers (fugitive://,
 -- oil://, diff proposals …): their diagnostics are not files' diagnostics.
 -- The rule is claude.editor's, the same for every module.
-M.file_path = require("claude.editor").file_path
+M.file_path = editor.file_path
 
 -- utf16 converts a byte column of line to UTF-16 code units (what LSP and
--- VS Code count). A column past the end counts the missing bytes as units.
+-- VS Code count) with claude.editor's conversion. A column past the end (a
+-- linter's range through the line break) counts the missing bytes as units,
+-- as VS Code keeps such ranges.
 local function utf16(line, col)
-  if col <= 0 or not line then
-    return math.max(col or 0, 0)
+  col = col or 0
+  if not line then
+    return math.max(col, 0)
   end
-  if not line:find("[\128-\255]") then
-    return col
-  end
-  local units, i, n = 0, 1, #line
-  while i <= col and i <= n do
-    local c = line:byte(i)
-    local len = c >= 0xF0 and 4 or c >= 0xE0 and 3 or c >= 0xC0 and 2 or 1
-    if i + len - 1 > col then
-      break -- a column inside a character points at that character
-    end
-    units = units + (len == 4 and 2 or 1)
-    i = i + len
-  end
-  if col > n then
-    units = units + (col - n)
+  local units = editor.units(line, col)
+  if col > #line then
+    units = units + (col - #line)
   end
   return units
 end
-M._utf16 = utf16
 
 -- line_getter returns a function giving line lnum (0-based) of buf: from the
 -- buffer when it is loaded, else from the file (language servers publish

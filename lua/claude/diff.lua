@@ -2,12 +2,13 @@
 -- the editor has it on one side and the proposal on the other, and waits for
 -- the user's decision.
 --
--- The Go host opens and closes diffs (nvimbridge/lua/diff.lua calls M._open
--- and M._close); the user decides here (:w, :q, :ClaudeDiffAccept …) and the
+-- The Go host opens and closes diffs (nvimbridge/lua/diff.lua calls M.open
+-- and M.close); the user decides here (:w, :q, :ClaudeDiffAccept …) and the
 -- decision goes back to the host with rpcrequest(chan, "diff_decision",
 -- json), which answers whether it was still waiting for it. The host
 -- answers the CLI, and the CLI, never us, writes the file.
 local config = require("claude.config")
+local editor = require("claude.editor")
 local util = require("claude.util")
 
 local api = vim.api
@@ -164,27 +165,10 @@ local function full_path(path)
   return vim.fn.fnamemodify(path, ":p")
 end
 
--- find_buf is the buffer editing path (a name compare, then the real path,
--- so a symlinked project still finds its buffer). bufnr() is not used: it
--- takes a pattern, and file names may hold pattern characters.
-local function find_buf(path)
-  local full = full_path(path)
-  for _, b in ipairs(api.nvim_list_bufs()) do
-    if api.nvim_buf_get_name(b) == full then
-      return b
-    end
-  end
-  local real = uv.fs_realpath(full)
-  if not real then
-    return nil
-  end
-  for _, b in ipairs(api.nvim_list_bufs()) do
-    local name = api.nvim_buf_get_name(b)
-    if name ~= "" and vim.bo[b].buftype == "" and uv.fs_realpath(name) == real then
-      return b
-    end
-  end
-end
+-- find_buf is the buffer editing path (claude.editor's lookup: a name
+-- compare, then the real path, so a symlinked project still finds its
+-- buffer).
+local find_buf = editor.find_buf
 
 local function stat_key(path)
   local st = uv.fs_stat(path)
@@ -194,15 +178,16 @@ local function stat_key(path)
   return string.format("%d:%d:%d:%d", st.size, st.mtime.sec, st.mtime.nsec or 0, st.ino or 0)
 end
 
--- editor_window: a window we may borrow for the current side — a normal
--- file window, not a terminal, sidebar, preview, float or someone's diff.
+-- editor_window: a window we may borrow for the current side — one a tool
+-- may show a file in (claude.editor.editing_window: not a terminal,
+-- sidebar, preview, float or someone's diff) whose buffer survives being
+-- hidden there.
 local function editor_window(win)
-  if floating(win) or vim.wo[win].diff or vim.wo[win].previewwindow then
+  if not editor.editing_window(win) then
     return false
   end
-  local b = api.nvim_win_get_buf(win)
-  local bh = vim.bo[b].bufhidden
-  return vim.bo[b].buftype == "" and (bh == "" or bh == "hide")
+  local bh = vim.bo[api.nvim_win_get_buf(win)].bufhidden
+  return bh == "" or bh == "hide"
 end
 
 -- tab_has_diffs: a tab already showing diff windows (the user's, or another
@@ -217,16 +202,10 @@ local function tab_has_diffs(tab)
   return false
 end
 
+-- pick_window is the window of tab to borrow: the active editor's
+-- (claude.editor) when it may be borrowed, else the largest that may.
 local function pick_window(tab)
-  local cur = api.nvim_get_current_win()
-  if api.nvim_win_get_tabpage(cur) == tab and editor_window(cur) then
-    return cur
-  end
-  local prev = vim.fn.win_getid(vim.fn.winnr("#"))
-  if prev ~= 0 and api.nvim_win_get_tabpage(prev) == tab and editor_window(prev) then
-    return prev
-  end
-  return util.largest_window(tab, editor_window)
+  return editor.show_window(tab, editor_window)
 end
 
 -- layout_window is a window of tab that can be split: the current one, or
@@ -1056,10 +1035,12 @@ local function focus(d, o)
   end
 end
 
---- Opens a diff (called by the host through nvimbridge/lua/diff.lua).
---- args: {id, tab_name, old_path, new_path, contents, chan}.
---- Returns {proposal_bufnr, original_bufnr, modified, new_file, tab}.
-function M._open(args)
+--- Opens a diff for review: the Go host's openDiff, through the bridge's
+--- diff_open (nvimbridge/lua/diff.lua). Raises an error with a plain message
+--- when it cannot open.
+---@param args {id: string, tab_name: string, old_path?: string, new_path: string, contents?: string, proposal?: table, chan?: integer}
+---@return {proposal_bufnr: integer, original_bufnr: integer, modified: boolean, new_file: boolean, tab: integer}
+function M.open(args)
   if in_cmdwin() then
     -- Nothing can open while it is (E11); the CLI's own prompt in its
     -- terminal still takes the answer.
@@ -1149,10 +1130,11 @@ function M._open(args)
   }
 end
 
---- Closes diffs by id (called by the host: close_tab, closeAllDiffTabs, a
---- CLI that went away). args: {ids = {…}, outcome = "closed"}. Returns how
---- many were open.
-function M._close(args)
+--- Closes diffs by id: the Go host's close_tab, closeAllDiffTabs or a CLI
+--- that went away, through the bridge's diff_close.
+---@param args {ids?: string[], outcome?: string} outcome defaults to "closed"
+---@return integer closed how many of them were open
+function M.close(args)
   local n = 0
   for _, id in ipairs(args.ids or {}) do
     local d = diffs[id]
@@ -1166,7 +1148,7 @@ end
 --- Host events ("diff.<event>").
 function M._on_event(event, data)
   if event == "close" then
-    M._close(data or {})
+    M.close(data or {})
   end
 end
 

@@ -45,15 +45,15 @@ function M.options()
   return out
 end
 
-local function opt(buf, name)
-  return api.nvim_buf_get_option(buf, name)
-end
+local editor = require("claude.editor")
+local opt = editor.buf_opt
 
--- The buffer the user works in: the active editor window's (claude.editor:
--- the current window, or — while the Claude terminal has focus — the one
--- used last).
-function M._buffer()
-  local win = require("claude.editor").active_window()
+--- The buffer the user works in: the active editor's (claude.editor, the
+--- window getCurrentSelection reads and getOpenEditors marks `isActive`),
+--- else the current one.
+---@return integer bufnr
+function M.buffer()
+  local win = editor.active_window()
   return win and api.nvim_win_get_buf(win) or api.nvim_get_current_buf()
 end
 
@@ -79,9 +79,13 @@ local function notebook_kernel(buf, name)
   end
 end
 
---- Where executeCode runs now: {bufnr, name, kernel, dir, options}.
-function M._target()
-  local buf = M._buffer()
+--- Where executeCode runs now (the Go host asks through the bridge's
+--- execute_target): the buffer the user works in, its kernel (a notebook's
+--- metadata.kernelspec.name, else ""), the directory the kernel starts in and
+--- the execute options. Raises an error on a bad option.
+---@return {bufnr: integer, name: string, kernel: string, dir: string, options: table}
+function M.target()
+  local buf = M.buffer()
   local name = api.nvim_buf_get_name(buf)
   local kernel = ""
   local dir = vim.fn.getcwd()
@@ -230,8 +234,10 @@ end
 --- bufnr, chan}. The answer goes to the host as an execute_decision
 --- notification. The float takes the focus only from Normal mode: a user
 --- typing in the Claude terminal or in Insert mode is told, and goes to it
---- with :ClaudeExecute — keys typed meanwhile never answer it.
-function M._confirm(args)
+--- with :ClaudeExecute — keys typed meanwhile never answer it. (The Go
+--- host calls it through the bridge's execute_confirm.)
+---@param args {id: string, code: string, kernel?: string, language?: string, bufnr?: integer, chan: integer}
+function M.confirm(args)
   local lines = split_lines(args.code or "")
   local title = string.format(" Claude wants to run code in the %s kernel", args.kernel or "python3")
   local bname = args.bufnr and api.nvim_buf_is_valid(args.bufnr) and api.nvim_buf_get_name(args.bufnr) or ""
@@ -392,8 +398,9 @@ function M.focus()
 end
 
 --- Closes a confirmation whose request ended (the CLI cancelled it or left)
---- without telling the host anything.
-function M._close_confirm(id)
+--- without telling the host anything (the bridge's execute_confirm_close).
+---@param id string
+function M.close_confirm(id)
   local p = pending[id]
   pending[id] = nil
   if p and api.nvim_win_is_valid(p.win) then
@@ -414,8 +421,11 @@ end
 
 local augroup
 
---- Tells the host on chan when buffer bufnr goes away, so its kernel stops.
-function M._watch(bufnr, chan)
+--- Tells the host on chan when buffer bufnr goes away, so its kernel stops
+--- (the bridge's execute_watch_buffer).
+---@param bufnr integer
+---@param chan integer
+function M.watch(bufnr, chan)
   augroup = augroup or api.nvim_create_augroup("claude_execute", { clear = true })
   api.nvim_clear_autocmds({ group = augroup, buffer = bufnr })
   api.nvim_create_autocmd({ "BufDelete", "BufWipeout" }, {
@@ -443,7 +453,7 @@ function M.kernel(action)
     util.notify("nvim-claude: no kernel is running (the host is not running)", vim.log.levels.WARN)
     return
   end
-  local res, err = server.request("kernel", { action = action, bufnr = M._buffer() })
+  local res, err = server.request("kernel", { action = action, bufnr = M.buffer() })
   if not res then
     util.notify(tostring(err or "nvim-claude: :ClaudeKernel failed"), vim.log.levels.ERROR)
     return

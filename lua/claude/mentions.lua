@@ -324,7 +324,7 @@ end
 
 local function current_file(what)
   local buf = api.nvim_get_current_buf()
-  local path = require("claude.selection").file_path(buf)
+  local path = require("claude.editor").file_path(buf)
   if not path then
     local bt = vim.bo[buf].buftype
     return err(string.format("%s: this buffer is not a file (%s)", what, bt ~= "" and bt or "no name"))

@@ -5,7 +5,7 @@
 -- first move after a quiet period notes where the cursor is, removes them
 -- and tells the Go host "something moved" (selection_dirty). The host waits
 -- for the debounce and asks for the state in one call (the bridge's
--- selection_pull, which lands in M._pull): if the cursor is no longer where
+-- selection_pull, which lands in M.pull): if the cursor is no longer where
 -- it was noted, it is still moving and the host asks again a debounce
 -- later; once it has come to rest the payload is gathered and the autocmds
 -- come back. While the cursor keeps moving no Lua runs at all.
@@ -30,6 +30,7 @@
 -- event and pattern, and the blockwise `$` tracker has a group of its own:
 -- nvim_del_autocmd looks an id up among every autocmd there is.
 local config = require("claude.config")
+local editor = require("claude.editor")
 local util = require("claude.util")
 
 local api, fn = vim.api, vim.fn
@@ -63,7 +64,6 @@ local S = {
   -- vmode and dollar; unsent until a pull has returned it)
   ended_at = -math.huge, -- uv.now() when visual mode last ended
   rapid_ms = RAPID_MS,
-  last_editor = nil, -- the last window that showed a file (the "active editor")
 }
 
 local pref = nil -- :ClaudeShare's choice; nil follows the selection.track option
@@ -72,12 +72,12 @@ local pref = nil -- :ClaudeShare's choice; nil follows the selection.track optio
 
 -- buf_opt reads a buffer option without vim.bo's per-access table (it runs
 -- as visual mode ends).
-local buf_opt = require("claude.editor").buf_opt
+local buf_opt = editor.buf_opt
 
 --- The file a buffer shows, or nil when it is not a plain file on disk
 --- (terminal, help, quickfix, nofile, scratch, URI-named buffers …): the
 --- rule of claude.editor, the one owner of it.
-M.file_path = require("claude.editor").file_path
+M.file_path = editor.file_path
 
 local deny = { src = nil, pats = {}, cache = {} }
 
@@ -206,20 +206,9 @@ end
 
 -- Text and positions --------------------------------------------------------
 
--- utf16 counts the UTF-16 code units in the first n bytes of s: one per
--- character, two for the 4-byte (astral) ones.
-local function utf16(s, n)
-  if n <= 0 then
-    return 0
-  end
-  local p = n >= #s and s or s:sub(1, n)
-  if not p:find("[\128-\255]") then
-    return #p
-  end
-  local cont = select(2, p:gsub("[\128-\191]", ""))
-  local astral = select(2, p:gsub("[\240-\247]", ""))
-  return #p - cont + astral
-end
+-- utf16 counts the first n bytes of s in UTF-16 code units (claude.editor's
+-- conversion, the one every module uses).
+local utf16 = editor.units
 
 -- cell returns the byte length and display width of the character cell
 -- (base character plus composing ones) at byte i of line, starting at
@@ -556,7 +545,7 @@ local function current_state()
   if not path then
     return { kind = "skip" }
   end
-  S.last_editor = win
+  editor.note_active(win)
   if M.denied(path) then
     return { kind = "denied" }
   end
@@ -713,7 +702,7 @@ local function visual_ended()
   if not path then
     return false
   end
-  S.last_editor = win
+  editor.note_active(win)
   if M.denied(path) then
     S.sticky = nil
     disarm()
@@ -792,7 +781,8 @@ local function stop_tracking(tell_host)
   if tell_host and S.chan then
     request(S.chan, "selection_share", { on = false })
   end
-  S.group, S.chan, S.sticky, S.vwin, S.last_editor = nil, nil, nil, nil, nil
+  S.group, S.chan, S.sticky, S.vwin = nil, nil, nil, nil
+  editor.note_active(nil)
   S.blockgroup, S.armed, S.armpos, S.block, S.snap = nil, false, nil, false, nil
 end
 
@@ -910,9 +900,11 @@ function M.share(arg)
   util.notify(msg, vim.log.levels.INFO)
 end
 
--- Called by the bridge (nvimbridge/lua/selection.lua) -----------------------
+-- The host's entry points (nvimbridge/lua/selection.lua calls them) ---------
 
---- The state for the host's debounced pull. Unless force is set, answers
+--- The state for the Go host's debounced pull (the bridge's
+--- selection_pull): the current window's selection or cursor, or
+--- {kind = "skip"} / {kind = "denied"}. Unless force is set, answers
 --- {kind = "wait", wait = ms} while the cursor is still moving.
 ---
 --- Moves are not timed one by one (that would cost Lua on every key), so
@@ -920,7 +912,9 @@ end
 --- at half the debounce sends between 0.5 and 1 debounce after the last
 --- move; a full-debounce poll made that 1 to 2 (make bench, scenario 2:
 --- p99 101 ms at the default 50 ms).
-function M._pull(force)
+---@param force? boolean gather now, even while the cursor moves
+---@return table state
+function M.pull(force)
   if not force and S.snap then
     local now = snapshot()
     if not same(now, S.snap) then
@@ -933,34 +927,13 @@ function M._pull(force)
   return next_seq(current_state())
 end
 
-local function editor_window()
-  local cur = api.nvim_get_current_win()
-  if M.file_path(api.nvim_win_get_buf(cur)) then
-    return cur
-  end
-  local tab = api.nvim_get_current_tabpage()
-  local last = S.last_editor
-  if last and api.nvim_win_is_valid(last) and M.file_path(api.nvim_win_get_buf(last)) then
-    if api.nvim_win_get_tabpage(last) == tab then
-      return last
-    end
-  end
-  local prev = fn.win_getid(fn.winnr("#"))
-  if prev ~= 0 and M.file_path(api.nvim_win_get_buf(prev)) then
-    return prev
-  end
-  for _, w in ipairs(api.nvim_tabpage_list_wins(tab)) do
-    if api.nvim_win_get_config(w).relative == "" and M.file_path(api.nvim_win_get_buf(w)) then
-      return w
-    end
-  end
-  return nil
-end
-
---- The selection in the active editor for getCurrentSelection: the current
---- window if it shows a file, else the file window used last.
-function M._current()
-  local win = editor_window()
+--- The selection in the active editor for getCurrentSelection (the
+--- bridge's selection_current): claude.editor's active window, the one
+--- getOpenEditors marks `isActive` — the current window if it shows a file,
+--- else the file window used last. {kind = "none"} when there is none.
+---@return table state
+function M.current()
+  local win = editor.active_window()
   if not win then
     return { kind = "none" }
   end
@@ -1000,7 +973,6 @@ function M.get()
 end
 
 -- Exposed for tests.
-M._utf16 = utf16
 --- Sets how close selection ends make a rapid series (nil: the default)
 --- and forgets when the last one ended.
 function M._rapid(ms)

@@ -215,9 +215,13 @@ function M.shutdown()
   remove_lock()
 end
 
---- Receives events the Go host pushes (see nvimbridge/lua/bridge.lua).
---- "<module>.<event>" goes to require("claude.<module>")._on_event(event, data).
-function M._on_event(name, data)
+--- Receives an event the Go host pushes (the bridge's emit,
+--- nvimbridge/lua/bridge.lua): "clients", "connected", "disconnected", or
+--- "<module>.<event>", which goes on to the plugin-internal
+--- require("claude.<module>")._on_event(event, data).
+---@param name string
+---@param data table|nil
+function M.on_event(name, data)
   local mod, ev = name:match("^([%w_]+)%.(.+)$")
   if mod then
     local ok, m = pcall(require, "claude." .. mod)

@@ -56,8 +56,8 @@ end
 -- plugin's Lua side, which keeps the state status() and the statusline read.
 function fns.emit(args)
   local ok, server = pcall(require, "claude.server")
-  if ok and server._on_event then
-    server._on_event(args.event, args.data)
+  if ok and server.on_event then
+    server.on_event(args.event, args.data)
   end
   return true
 end

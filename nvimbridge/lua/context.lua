@@ -11,92 +11,33 @@ local function has(feature)
   return vim.fn.has(feature) == 1
 end
 
+-- The editor facts — is this buffer a file, which buffer holds a path, may a
+-- file be shown in this window, which window is the active editor, how a
+-- column counts in UTF-16 — are claude.editor's (lua/claude/editor.lua), the
+-- one owner every module of the plugin asks too, so getOpenEditors'
+-- isActive and getCurrentSelection cannot disagree. The host is only ever
+-- started by the plugin (claude.server's jobstart), so that Lua is on
+-- 'runtimepath' whenever the host calls in. It is looked up at the first
+-- use, not while the bridge loads: a Neovim without the plugin's Lua (the
+-- bridge's own tests) still loads the bridge and runs the functions that do
+-- not need it; the ones that do fail with a message that says why.
+local E = setmetatable({}, {
+  __index = function(t, k)
+    local ok, mod = pcall(require, "claude.editor")
+    if not ok then
+      error("nvim-claude's Lua files are not on 'runtimepath': " .. tostring(mod), 0)
+    end
+    setmetatable(t, { __index = mod })
+    return mod[k]
+  end,
+})
+
 local function opt(buf, name)
-  return api.nvim_buf_get_option(buf, name)
+  return E.buf_opt(buf, name)
 end
 
 local function set_opt(buf, name, value)
   api.nvim_buf_set_option(buf, name, value)
-end
-
--- str_opt and flag_opt read a string or boolean option of buf, the fast
--- way for the Neovim at hand, for loops over every buffer (getOpenEditors
--- with 500 buffers, make bench scenario 7): on 0.10+ nvim_buf_get_option
--- costs ~0.65 µs a call and getbufvar(buf, "&name") ~0.25 µs; on 0.7 the
--- API is the faster one (~0.15 µs).
-local str_opt, flag_opt = opt, opt
-if has("nvim-0.10") then
-  local getbufvar = vim.fn.getbufvar
-  local keys = setmetatable({}, {
-    __index = function(t, name)
-      t[name] = "&" .. name
-      return t[name]
-    end,
-  })
-  str_opt = function(buf, name)
-    return getbufvar(buf, keys[name])
-  end
-  flag_opt = function(buf, name)
-    return getbufvar(buf, keys[name]) == 1
-  end
-end
-
--- full_name is fnamemodify(name, ":p") (a directory gets its trailing
--- slash: a stat a call), remembered until a buffer is added, renamed, read,
--- written or wiped out, or the working directory changes.
-local full_names = {}
-local function full_name(name)
-  local full = full_names[name]
-  if not full then
-    full = vim.fn.fnamemodify(name, ":p")
-    full_names[name] = full
-  end
-  return full
-end
-api.nvim_create_autocmd(
-  { "BufAdd", "BufFilePost", "BufReadPost", "BufWritePost", "BufWipeout", "FileChangedShellPost", "DirChanged" },
-  {
-    group = api.nvim_create_augroup("nvim-claude-names", { clear = true }),
-    desc = "nvim-claude: forget the full names of buffers",
-    callback = function()
-      full_names = {}
-    end,
-  }
-)
-
--- file_path is the absolute path of a buffer holding a file, else nil (see
--- claude.diagnostics.file_path, which decides the same for diagnostics).
-local function file_path(buf)
-  if not api.nvim_buf_is_valid(buf) or str_opt(buf, "buftype") ~= "" then
-    return nil
-  end
-  local name = api.nvim_buf_get_name(buf)
-  if name == "" or name:match("^%a[%w+.-]*:[/\\]") then
-    return nil
-  end
-  return full_name(name)
-end
-
--- find_buf is the file buffer for path: by name, else by the file it
--- resolves to (a buffer opened through a symlink).
-local function find_buf(path)
-  local bufs = api.nvim_list_bufs()
-  for _, b in ipairs(bufs) do
-    if api.nvim_buf_get_name(b) == path and file_path(b) then
-      return b
-    end
-  end
-  local real = uv.fs_realpath(path)
-  if not real then
-    return nil
-  end
-  for _, b in ipairs(bufs) do
-    local p = file_path(b)
-    if p and uv.fs_realpath(p) == real then
-      return b
-    end
-  end
-  return nil
 end
 
 -- Messages of Vim errors without the Lua location and "Vim(write):".
@@ -115,13 +56,6 @@ local function diagnostics_module()
   end
 end
 
-local function utf16(line, col)
-  local m = diagnostics_module()
-  if m then
-    return m._utf16(line, col)
-  end
-  return col
-end
 
 ---------------------------------------------------------------------------
 -- Disk stamps. Neovim warns before :write when the file changed since the
@@ -147,8 +81,11 @@ api.nvim_create_autocmd({ "BufReadPost", "BufNewFile", "BufWritePost", "FileChan
   group = stamp_group,
   desc = "nvim-claude: remember the file's stat as of the buffer's last read or write",
   callback = function(args)
-    local path = file_path(args.buf)
-    if not path then
+    -- (pcall: in a Neovim without the plugin's Lua an autocmd must not fail)
+    local ok, path = pcall(function()
+      return E.file_path(args.buf)
+    end)
+    if not ok or not path then
       return
     end
     -- ":w other.txt" writes another file: the buffer's own base is unchanged
@@ -248,7 +185,7 @@ end
 
 -- save writes buf's file unless that would overwrite a change made on disk.
 local function save(buf)
-  local path = file_path(buf)
+  local path = E.file_path(buf)
   if opt(buf, "readonly") then
     return { ok = false, reason = "readonly", message = path .. " is read-only in Neovim ('readonly' is set)" }
   end
@@ -273,75 +210,6 @@ end
 ---------------------------------------------------------------------------
 -- Windows
 ---------------------------------------------------------------------------
-
--- Filetypes of sidebars and explorers whose windows must keep their buffer.
--- The bridge runs in any Neovim the host is attached to, with or without
--- the plugin's Lua on 'runtimepath', so it keeps its own copy of these
--- rules; lua/claude/editor.lua holds the plugin's: keep the two alike.
-local sidebar_filetypes = {
-  NvimTree = true,
-  ["neo-tree"] = true,
-  netrw = true,
-  oil = true,
-  minifiles = true,
-  fern = true,
-  dirvish = true,
-  qf = true,
-  help = true,
-  Outline = true,
-  aerial = true,
-  undotree = true,
-  dbui = true,
-  ["claude"] = true,
-}
-
-local function is_claude_terminal(buf)
-  local ok, v = pcall(api.nvim_buf_get_var, buf, "claude_terminal")
-  return (ok and v and v ~= 0) or opt(buf, "filetype") == "claude"
-end
-
--- editing_window: a normal window where a file may be shown — not the
--- Claude terminal, a diff, a sidebar, quickfix, a float or a preview.
-local function editing_window(win)
-  if not api.nvim_win_is_valid(win) or api.nvim_win_get_config(win).relative ~= "" then
-    return false
-  end
-  if api.nvim_win_get_option(win, "diff") or api.nvim_win_get_option(win, "previewwindow") then
-    return false
-  end
-  local ok, fixbuf = pcall(api.nvim_win_get_option, win, "winfixbuf")
-  if ok and fixbuf then
-    return false
-  end
-  local buf = api.nvim_win_get_buf(win)
-  if opt(buf, "buftype") ~= "" or is_claude_terminal(buf) then
-    return false
-  end
-  return not sidebar_filetypes[opt(buf, "filetype")]
-end
-
--- active_window is the window of the editor the user works in: the current
--- one, or — while the Claude terminal has focus — the one used last.
-local function active_window()
-  local cur = api.nvim_get_current_win()
-  if editing_window(cur) then
-    return cur
-  end
-  local prev = vim.fn.win_getid(vim.fn.winnr("#"))
-  if prev ~= 0 and editing_window(prev) then
-    return prev
-  end
-  for _, w in ipairs(api.nvim_tabpage_list_wins(0)) do
-    if editing_window(w) then
-      return w
-    end
-  end
-  return nil
-end
-
-local function area(win)
-  return api.nvim_win_get_width(win) * api.nvim_win_get_height(win)
-end
 
 -- Window-local options a split copies from the window it came from; a new
 -- editing window made beside the terminal or a sidebar gets the global ones.
@@ -377,30 +245,27 @@ local function split_beside(base)
   return new
 end
 
--- editor_window picks where to show buf: a window already showing it, the
--- current or last-used editing window, the largest editing window, else a
--- new split beside the largest window (the terminal, a sidebar …).
+-- editor_window picks where to show buf: an editing window already showing
+-- it, the active editor when a file may be shown there, the largest editing
+-- window (claude.editor.show_window), else a new split beside the largest
+-- window (the terminal, a sidebar …).
 local function editor_window(buf)
   local cur = api.nvim_get_current_win()
-  local wins = api.nvim_tabpage_list_wins(0)
-  if editing_window(cur) and api.nvim_win_get_buf(cur) == buf then
+  if E.editing_window(cur) and api.nvim_win_get_buf(cur) == buf then
     return cur
   end
-  for _, w in ipairs(wins) do
-    if editing_window(w) and api.nvim_win_get_buf(w) == buf then
+  for _, w in ipairs(api.nvim_tabpage_list_wins(0)) do
+    if E.editing_window(w) and api.nvim_win_get_buf(w) == buf then
       return w
     end
   end
-  local active = active_window()
-  if active then
-    return active
+  local win = E.show_window(0)
+  if win then
+    return win
   end
-  local base, best = nil, -1
-  for _, w in ipairs(wins) do
-    if api.nvim_win_get_config(w).relative == "" and area(w) > best then
-      base, best = w, area(w)
-    end
-  end
+  local base = require("claude.util").largest_window(0, function(w)
+    return api.nvim_win_get_config(w).relative == ""
+  end)
   return split_beside(base or cur)
 end
 
@@ -434,7 +299,7 @@ end
 -- open makes path a loaded buffer; listed unless preview asks otherwise, in
 -- which case it becomes listed once edited (like VS Code's preview tabs).
 local function open(path, preview)
-  local buf = find_buf(path)
+  local buf = E.find_buf(path)
   local listed = buf and opt(buf, "buflisted")
   if not buf then
     buf = vim.fn.bufadd(path)
@@ -511,7 +376,7 @@ end
 
 local function describe(buf)
   return {
-    path = file_path(buf),
+    path = E.file_path(buf),
     filetype = opt(buf, "filetype"),
     line_count = api.nvim_buf_line_count(buf),
   }
@@ -608,7 +473,7 @@ function fns.ctx_open_files(a)
     local ok, res = pcall(open, path, false)
     if ok then
       last = res
-      table.insert(out, { path = file_path(res) or path, ok = true })
+      table.insert(out, { path = E.file_path(res) or path, ok = true })
     else
       table.insert(out, { path = path, ok = false, message = clean_err(res) })
     end
@@ -635,15 +500,16 @@ end
 -- byte no name holds). With 500 buffers, decoding that is a third of the
 -- host's cost of decoding 500 JSON objects (make bench, scenario 7).
 function fns.ctx_editors()
-  local win = active_window()
+  local win = E.active_window()
   local active = win and api.nvim_win_get_buf(win)
   local packed, n = {}, 0
   local buflisted, is_loaded, line_count = vim.fn.buflisted, api.nvim_buf_is_loaded, api.nvim_buf_line_count
+  local file_path, opt = E.file_path, E.buf_opt
   for _, b in ipairs(api.nvim_list_bufs()) do
     local path = buflisted(b) == 1 and file_path(b)
     if path then
       local loaded = is_loaded(b)
-      local flags = (flag_opt(b, "modified") and 1 or 0) + (b == active and 2 or 0) + (loaded and 4 or 0)
+      local flags = (opt(b, "modified") and 1 or 0) + (b == active and 2 or 0) + (loaded and 4 or 0)
       n = n + 1
       packed[n] = b
         .. " "
@@ -651,20 +517,20 @@ function fns.ctx_editors()
         .. " "
         .. flags
         .. " "
-        .. str_opt(b, "filetype")
+        .. opt(b, "filetype")
         .. "\0"
         .. path
         .. "\0"
     end
   end
   local current
-  if active and file_path(active) then
+  if active and E.file_path(active) then
     local cursor = api.nvim_win_get_cursor(win)
     local line = api.nvim_buf_get_lines(active, cursor[1] - 1, cursor[1], false)[1] or ""
     current = describe(active)
     current.modified = opt(active, "modified")
     current.line = cursor[1] - 1
-    current.character = utf16(line, cursor[2])
+    current.character = E.units(line, cursor[2])
   end
   return { packed = table.concat(packed), current = current }
 end
@@ -695,11 +561,11 @@ end
 
 -- ctx_document: whether path is open and has unsaved changes.
 function fns.ctx_document(a)
-  local buf = find_buf(a.path)
+  local buf = E.find_buf(a.path)
   if not buf or not (api.nvim_buf_is_loaded(buf) or opt(buf, "buflisted")) then
     return { open = false }
   end
-  return { open = true, path = file_path(buf), modified = opt(buf, "modified") }
+  return { open = true, path = E.file_path(buf), modified = opt(buf, "modified") }
 end
 
 ---------------------------------------------------------------------------
@@ -709,11 +575,11 @@ end
 -- ctx_save writes path's buffer if it has unsaved changes (a file missing on
 -- disk is written too).
 function fns.ctx_save(a)
-  local buf = find_buf(a.path)
+  local buf = E.find_buf(a.path)
   if not buf or not api.nvim_buf_is_loaded(buf) then
     return { ok = false, reason = "not_open" }
   end
-  local path = file_path(buf)
+  local path = E.file_path(buf)
   if not opt(buf, "modified") and uv.fs_stat(path) then
     return { ok = true, path = path, unchanged = true }
   end
@@ -758,7 +624,7 @@ end
 -- that can, synchronously; a buffer that had no unsaved changes is saved
 -- after, so the file on disk is formatted too.
 function fns.ctx_format(a)
-  local buf = find_buf(a.path)
+  local buf = E.find_buf(a.path)
   local loaded_here = false
   if not buf or not api.nvim_buf_is_loaded(buf) then
     buf = buf or vim.fn.bufadd(a.path)
@@ -776,7 +642,7 @@ function fns.ctx_format(a)
     end
     return res
   end
-  local path = file_path(buf) or a.path
+  local path = E.file_path(buf) or a.path
   local clients = buf_clients(buf)
   -- a server still starting has no capabilities yet
   vim.wait(a.init_ms or 2000, function()
@@ -870,7 +736,7 @@ function fns.ctx_read(a)
   if denied(a.path) or (a.real and denied(a.real)) then
     return { denied = true }
   end
-  local buf = find_buf(a.path)
+  local buf = E.find_buf(a.path)
   if not buf or not api.nvim_buf_is_loaded(buf) then
     return { loaded = false }
   end
@@ -910,11 +776,11 @@ end
 -- touching only the lines that differ) and writes it. Not loaded → the Go
 -- side writes the file.
 function fns.ctx_write(a)
-  local buf = find_buf(a.path)
+  local buf = E.find_buf(a.path)
   if not buf or not api.nvim_buf_is_loaded(buf) then
     return { loaded = false }
   end
-  local path = file_path(buf)
+  local path = E.file_path(buf)
   if opt(buf, "readonly") or not opt(buf, "modifiable") then
     return {
       loaded = true,
@@ -980,7 +846,7 @@ local function reload_changed()
   })
   local live = {}
   for _, b in ipairs(api.nvim_list_bufs()) do
-    local path = api.nvim_buf_is_loaded(b) and file_path(b)
+    local path = api.nvim_buf_is_loaded(b) and E.file_path(b)
     if path then
       live[b] = true
       local now = stamp(path)
@@ -1029,7 +895,7 @@ function fns.ctx_diagnostics_sync()
   local wait = {}
   for _, r in ipairs(reloaded) do
     if r.had or #buf_clients(r.buf) > 0 then
-      table.insert(wait, file_path(r.buf))
+      table.insert(wait, E.file_path(r.buf))
     end
   end
   local settle

@@ -19,7 +19,7 @@ end
 function fns.diff_open(args, contents)
   args.contents = contents
   local mod = diff_module()
-  local ok, res = pcall(mod._open, args)
+  local ok, res = pcall(mod.open, args)
   if not ok then
     return { error = tostring(res) }
   end
@@ -29,5 +29,5 @@ end
 -- diff_close closes diffs by id; args {ids, outcome}. Returns how many
 -- were open.
 function fns.diff_close(args)
-  return { closed = diff_module()._close(args) }
+  return { closed = diff_module().close(args) }
 end

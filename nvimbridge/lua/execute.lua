@@ -23,14 +23,14 @@ end
 
 -- execute_target: {bufnr, name, kernel, dir, options}, or {error}.
 function fns.execute_target()
-  return guarded(execute_module()._target)
+  return guarded(execute_module().target)
 end
 
 -- execute_confirm opens the confirmation float; args {id, code, kernel,
 -- language, bufnr, chan}. The answer comes later as an execute_decision
 -- notification on chan.
 function fns.execute_confirm(args)
-  local res = guarded(execute_module()._confirm, args)
+  local res = guarded(execute_module().confirm, args)
   if res.error then
     return res
   end
@@ -39,14 +39,14 @@ end
 
 -- execute_confirm_close closes a confirmation nobody waits for any more.
 function fns.execute_confirm_close(args)
-  execute_module()._close_confirm(args.id)
+  execute_module().close_confirm(args.id)
   return true
 end
 
 -- execute_watch_buffer: tell chan when buffer bufnr goes (its kernel stops).
 function fns.execute_watch_buffer(args)
   if vim.api.nvim_buf_is_valid(args.bufnr) then
-    execute_module()._watch(args.bufnr, args.chan)
+    execute_module().watch(args.bufnr, args.chan)
   end
   return true
 end

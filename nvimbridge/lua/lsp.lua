@@ -46,61 +46,33 @@ function H.supports(client, method)
   return v ~= nil and v ~= false and v ~= vim.NIL
 end
 
--- UTF-8 helpers: byte length of the character starting at byte i (1-based).
-function H.charlen(s, i)
-  local b = s:byte(i)
-  if not b or b < 0xC0 then
-    return 1
-  elseif b >= 0xF0 then
-    return 4
-  elseif b >= 0xE0 then
-    return 3
-  end
-  return 2
+-- The editor facts — is a buffer a file, which buffer holds a path, where a
+-- file may be shown, columns in an encoding's code units — are
+-- claude.editor's, their one owner (context.lua says why the bridge may
+-- require the plugin's Lua).
+function H.editor()
+  return require("claude.editor")
 end
 
 -- units counts a 0-based byte offset of s in an encoding's code units.
 function H.units(s, byte, enc)
-  if enc == "utf-8" then
-    return math.min(byte, #s)
-  end
-  local u, i = 0, 1
-  while i <= #s do
-    local n = H.charlen(s, i)
-    if i + n - 1 > byte then
-      break
-    end
-    u = u + ((enc == "utf-16" and n == 4) and 2 or 1)
-    i = i + n
-  end
-  return u
+  return H.editor().units(s, byte, enc)
 end
 
 -- byte turns code units of an encoding into a 0-based byte offset of s.
 function H.byte(s, units, enc)
-  if enc == "utf-8" then
-    return math.min(units, #s)
-  end
-  local u, i = 0, 1
-  while i <= #s and u < units do
-    local n = H.charlen(s, i)
-    u = u + ((enc == "utf-16" and n == 4) and 2 or 1)
-    i = i + n
-  end
-  return math.min(i - 1, #s)
+  return H.editor().byte_col(s, units, enc)
 end
 
 function H.enc(client)
   return client and client.offset_encoding or "utf-16"
 end
 
--- buf_for finds the buffer of an absolute path without creating one.
+-- buf_for finds the buffer of an absolute path without creating one
+-- (claude.editor's lookup, by name only: results name many files, and a
+-- real-path compare costs a system call per buffer).
 function H.buf_for(path)
-  for _, b in ipairs(vim.api.nvim_list_bufs()) do
-    if vim.api.nvim_buf_get_name(b) == path then
-      return b
-    end
-  end
+  return H.editor().find_buf(path, true)
 end
 
 -- load returns a loaded buffer for path. Loading runs the BufRead autocmds,
@@ -1313,9 +1285,10 @@ function fns.lsp_buffers()
     visible[vim.api.nvim_win_get_buf(w)] = true
   end
   local out = {}
+  local file_path = H.editor().file_path
   for _, b in ipairs(vim.api.nvim_list_bufs()) do
-    local name = vim.api.nvim_buf_get_name(b)
-    if vim.bo[b].buflisted and name ~= "" and vim.bo[b].buftype == "" then
+    local name = vim.bo[b].buflisted and file_path(b)
+    if name then
       local names = {}
       for _, c in ipairs(H.clients(b)) do
         table.insert(names, c.name)
@@ -1337,33 +1310,15 @@ function fns.lsp_buffers()
   return out
 end
 
--- file_window is the window to show a file in: the current one when it
--- shows a normal buffer, else the previous one, else any, else a new split
--- (never the Claude terminal or a floating window).
-local function usable(win)
-  if not win or win == 0 or not vim.api.nvim_win_is_valid(win) then
-    return false
-  end
-  if vim.api.nvim_win_get_config(win).relative ~= "" then
-    return false
-  end
-  local b = vim.api.nvim_win_get_buf(win)
-  return vim.bo[b].buftype == "" and not vim.wo[win].diff
-end
-
+-- file_window is the window to show a file in: the active editor when a
+-- file may be shown there, else the largest window where one may
+-- (claude.editor.show_window: never the Claude terminal, a sidebar, a diff
+-- or a float), else a new split.
 local function file_window()
   local cur = vim.api.nvim_get_current_win()
-  if usable(cur) then
-    return cur
-  end
-  local prev = vim.fn.win_getid(vim.fn.winnr("#"))
-  if usable(prev) then
-    return prev
-  end
-  for _, w in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
-    if usable(w) then
-      return w
-    end
+  local win = H.editor().show_window(0)
+  if win then
+    return win
   end
   vim.cmd("topleft vnew")
   local w = vim.api.nvim_get_current_win()

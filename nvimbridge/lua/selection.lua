@@ -6,11 +6,12 @@ local fns = ...
 -- selection_pull answers the tracker's debounced pull: the state of the
 -- current window, or {kind = "wait", wait = ms} while the cursor still moves.
 function fns.selection_pull(args)
-  return require("claude.selection")._pull(type(args) == "table" and args.force == true)
+  return require("claude.selection").pull(type(args) == "table" and args.force == true)
 end
 
 -- selection_current answers getCurrentSelection: the active editor's
--- selection, even while the Claude terminal has the focus.
+-- selection (claude.editor.active_window), even while the Claude terminal
+-- has the focus.
 function fns.selection_current()
-  return require("claude.selection")._current()
+  return require("claude.selection").current()
 end

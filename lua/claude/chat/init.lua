@@ -821,18 +821,18 @@ end
 -- :checktime, so no W11 prompt); a buffer with unsaved changes is left
 -- alone and its user told.
 local function reload(paths)
+  local editor = require("claude.editor")
   for _, path in ipairs(paths or {}) do
     local full = vim.fn.fnamemodify(path, ":p")
-    for _, b in ipairs(api.nvim_list_bufs()) do
-      if api.nvim_buf_is_loaded(b) and api.nvim_buf_get_name(b) == full then
-        if vim.bo[b].modified then
-          notify(
-            "nvim-claude: Claude changed " .. vim.fn.fnamemodify(full, ":~:.") .. ", but your buffer has unsaved changes: not reloaded",
-            vim.log.levels.WARN
-          )
-        else
-          util.checktime(b)
-        end
+    local b = editor.find_buf(full)
+    if b and api.nvim_buf_is_loaded(b) then
+      if vim.bo[b].modified then
+        notify(
+          "nvim-claude: Claude changed " .. vim.fn.fnamemodify(full, ":~:.") .. ", but your buffer has unsaved changes: not reloaded",
+          vim.log.levels.WARN
+        )
+      else
+        util.checktime(b)
       end
     end
   end
@@ -842,13 +842,9 @@ end
 -- unmodified file buffer is checked the same way; modified ones are never
 -- touched.
 local function reload_all()
+  local file_path = require("claude.editor").file_path
   for _, b in ipairs(api.nvim_list_bufs()) do
-    if
-      api.nvim_buf_is_loaded(b)
-      and vim.bo[b].buftype == ""
-      and not vim.bo[b].modified
-      and api.nvim_buf_get_name(b) ~= ""
-    then
+    if api.nvim_buf_is_loaded(b) and not vim.bo[b].modified and file_path(b) then
       util.checktime(b)
     end
   end

@@ -76,8 +76,9 @@ function M.attach_range(chat, buf, l1, l2)
     l1, l2 = l2, l1
   end
   local name = api.nvim_buf_get_name(buf)
-  if name ~= "" and vim.bo[buf].buftype == "" and not vim.bo[buf].modified and vim.fn.filereadable(name) == 1 then
-    M.attach(chat, { type = "file", path = vim.fn.fnamemodify(name, ":p"), start_line = l1, end_line = l2 })
+  local path = require("claude.editor").file_path(buf)
+  if path and not vim.bo[buf].modified and vim.fn.filereadable(path) == 1 then
+    M.attach(chat, { type = "file", path = path, start_line = l1, end_line = l2 })
     return
   end
   local lines = api.nvim_buf_get_lines(buf, l1 - 1, l2, false)
@@ -295,9 +296,10 @@ local function file_items(chat, base)
     end
   end
   -- open buffers first: what the user works on
+  local file_path = require("claude.editor").file_path
   for _, b in ipairs(api.nvim_list_bufs()) do
-    local name = api.nvim_buf_get_name(b)
-    if vim.bo[b].buflisted and vim.bo[b].buftype == "" and name ~= "" then
+    local name = vim.bo[b].buflisted and file_path(b)
+    if name then
       local r = chat and rel(chat, name) or vim.fn.fnamemodify(name, ":.")
       if r:find(base, 1, true) == 1 or (base ~= "" and r:find(base, 1, true)) then
         add(r)
