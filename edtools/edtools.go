@@ -93,15 +93,17 @@ type Tools struct {
 	peers   Peers
 	version string
 
-	mu      sync.Mutex
-	enabled bool
-	allow   map[string]bool // nil: every tool
-	srv     *mcp.StreamServer
-	sock    string // socket path, "" when not listening
-	disc    string // discovery file path
-	cancel  context.CancelFunc
-	done    chan struct{}
-	seq     atomic.Uint64 // names apply_code_action's diffs apart
+	mu        sync.Mutex
+	enabled   bool            // editor_tools.enable (false until a start request brings the options)
+	allowList []string        // editor_tools.allow, as given
+	allowAll  bool            // editor_tools.allow is nil
+	allow     map[string]bool // applied by the last "edtools" request; nil: every tool
+	srv       *mcp.StreamServer
+	sock      string // socket path, "" when not listening
+	disc      string // discovery file path
+	cancel    context.CancelFunc
+	done      chan struct{}
+	seq       atomic.Uint64 // names apply_code_action's diffs apart
 }
 
 // New makes the editor tools feature; the socket opens when Lua sends the
@@ -109,7 +111,7 @@ type Tools struct {
 // host's, which the server reports.
 func New(h host.Host, ed Editor, peers Peers, version string) *Tools {
 	return &Tools{h: h, editor: ed, log: h.Logger().With("feature", "edtools"), peers: peers,
-		version: version, enabled: true}
+		version: version}
 }
 
 // Name names the feature.
@@ -122,17 +124,22 @@ func (e *Tools) Hooks() host.Hooks {
 			"edtools": host.Request("edtools", e.handleConfig),
 		},
 		// The IDE server's start does not start the listener: Lua's
-		// terminal.attach(), run right after every start, sends the
-		// options ("edtools" request), and that starts it.
+		// terminal.attach(), run right after every start, asks for the
+		// server ("edtools" request), and that starts it.
+		Options:       e.setOptions,
 		ServerStopped: e.stop,
 		Close:         e.stop,
 	}
 }
 
-// edtoolsConfig is setup{editor_tools = …} as Lua sends it.
-type edtoolsConfig struct {
-	Enable *bool     `json:"enable"`
-	Allow  *[]string `json:"allow"`
+// setOptions takes setup()'s editor_tools (with every start request);
+// the next "edtools" request applies them.
+func (e *Tools) setOptions(o host.Options) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.enabled = o.EditorTools.Enable
+	e.allowList = append([]string(nil), o.EditorTools.Allow...)
+	e.allowAll = o.EditorTools.Allow == nil
 }
 
 // EdtoolsInfo is what Lua needs to register the server with a CLI.
@@ -150,20 +157,17 @@ type EdtoolsInfo struct {
 
 // handleConfig applies the options and returns how to reach the server. It
 // starts the listener when the IDE server runs and the tools are enabled.
-func (e *Tools) handleConfig(_ context.Context, c edtoolsConfig) (any, error) {
+func (e *Tools) handleConfig(context.Context, struct{}) (any, error) {
 	known := map[string]bool{}
 	for _, t := range e.allTools() {
 		known[t.Name] = true
 	}
 	var unknown []string
 	e.mu.Lock()
-	if c.Enable != nil {
-		e.enabled = *c.Enable
-	}
 	e.allow = nil
-	if c.Allow != nil {
+	if !e.allowAll {
 		e.allow = map[string]bool{}
-		for _, n := range *c.Allow {
+		for _, n := range e.allowList {
 			e.allow[n] = true
 			if !known[n] {
 				unknown = append(unknown, n)

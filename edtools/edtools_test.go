@@ -322,7 +322,14 @@ func TestEditorToolsOptions(t *testing.T) {
 	h := startEdHarness(t, false)
 	ask := func(cfg string) EdtoolsInfo {
 		t.Helper()
-		res, err := host.Request("edtools", h.ed.handleConfig)(context.Background(), json.RawMessage(cfg))
+		// The options arrive with a start request; Lua's terminal.attach()
+		// then asks for the server.
+		var o host.EditorToolsOptions
+		if err := json.Unmarshal([]byte(cfg), &o); err != nil {
+			t.Fatal(err)
+		}
+		h.ed.setOptions(host.Options{EditorTools: o})
+		res, err := host.Request("edtools", h.ed.handleConfig)(context.Background(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -342,7 +349,7 @@ func TestEditorToolsOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	// What App.Start and Lua's terminal.attach() do.
-	if err := h.app.Start(context.Background(), core.StartParams{PID: os.Getpid(), Cwd: h.dir, ConfigDir: t.TempDir()}); err != nil {
+	if err := h.app.Start(context.Background(), core.StartParams{PID: os.Getpid(), Cwd: h.dir, ConfigDir: t.TempDir(), Options: &host.Options{}}); err != nil {
 		t.Fatal(err)
 	}
 	info := ask(`{"enable":true}`)

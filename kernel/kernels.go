@@ -32,12 +32,9 @@ type Editor interface {
 	WatchKernelBuffer(ctx context.Context, bufnr int) error
 }
 
-// Defaults of the execute options (lua/claude/execute.lua has the same).
-const (
-	defaultExecuteTimeout = 30 * time.Second
-	defaultMaxOutput      = 20000
-	defaultKernelName     = "python3"
-)
+// defaultKernelName is the kernel a buffer gets when its notebook names
+// none.
+const defaultKernelName = "python3"
 
 // executeOptions are the resolved execute options of one run.
 type executeOptions struct {
@@ -47,18 +44,34 @@ type executeOptions struct {
 	python    string        // "" finds one
 }
 
-func resolveExecuteOptions(o nvimbridge.ExecuteOptions) executeOptions {
-	r := executeOptions{confirm: true, timeout: defaultExecuteTimeout, maxOutput: defaultMaxOutput, python: o.Python}
-	if o.Confirm != nil {
-		r.confirm = *o.Confirm
+// resolveExecuteOptions turns the user's execute options (as Lua
+// validated them: none is negative) into a run's.
+func resolveExecuteOptions(o host.ExecuteOptions) executeOptions {
+	return executeOptions{
+		confirm:   o.Confirm,
+		timeout:   time.Duration(max(o.TimeoutMS, 0)) * time.Millisecond,
+		maxOutput: max(o.MaxOutput, 0),
+		python:    o.Python,
 	}
-	if o.TimeoutMS != nil && *o.TimeoutMS >= 0 {
-		r.timeout = time.Duration(*o.TimeoutMS) * time.Millisecond
+}
+
+// setOptions takes the user's options (with every start request).
+func (c *Kernels) setOptions(o host.Options) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := o.Execute
+	c.opts = &e
+}
+
+// options are the execute options, or false before any start request
+// brought them.
+func (c *Kernels) options() (executeOptions, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.opts == nil {
+		return executeOptions{}, false
 	}
-	if o.MaxOutput != nil && *o.MaxOutput >= 0 {
-		r.maxOutput = *o.MaxOutput
-	}
-	return r
+	return resolveExecuteOptions(*c.opts), true
 }
 
 // bufferKernel is the kernel of one buffer, and the turn to use it.
@@ -81,6 +94,7 @@ type Kernels struct {
 	log *slog.Logger
 
 	mu      sync.Mutex
+	opts    *host.ExecuteOptions // nil until a start request brings them
 	bufs    map[int]*bufferKernel
 	python  string                 // the interpreter that worked last
 	always  map[string]bool        // CLI connections the user allowed to run without asking
@@ -117,6 +131,7 @@ func (c *Kernels) Hooks() host.Hooks {
 			nvimbridge.KernelBufferGoneMethod: host.Notification(c.log, nvimbridge.KernelBufferGoneMethod, c.handleBufferGone),
 		},
 		ClientDisconnected: c.clientDisconnected,
+		Options:            c.setOptions,
 		Close:              c.close,
 	}
 }

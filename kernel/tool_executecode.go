@@ -53,7 +53,11 @@ func (c *Kernels) executeCode(ctx context.Context, req *mcp.ToolRequest) (*mcp.T
 	if err != nil {
 		return mcp.ErrorResult("executeCode: %v", err), nil
 	}
-	opts := resolveExecuteOptions(tgt.Options)
+	opts, ok := c.options()
+	if !ok {
+		// Never run without the user's confirm setting.
+		return mcp.ErrorResult("executeCode: the host has not received the execute options (they come with :ClaudeStart)"), nil
+	}
 	b := c.buffer(tgt.Bufnr, tgt.Name)
 
 	// One confirmation or run at a time per kernel: a second call waits

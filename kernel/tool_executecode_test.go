@@ -14,6 +14,7 @@ import (
 
 	"github.com/nvim-claude/nvim-claude/app/core"
 	"github.com/nvim-claude/nvim-claude/app/host"
+	"github.com/nvim-claude/nvim-claude/internal/testkit"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 	"github.com/nvim-claude/nvim-claude/nvimbridge/nvimtest"
@@ -75,8 +76,7 @@ func startExecHarness(t *testing.T, executeOpts string, files map[string]string)
 	init := `vim.o.columns = 160 vim.o.lines = 40
 _G.notes = {}
 vim.notify = function(msg, level) table.insert(_G.notes, { msg = msg, level = level or 2 }) end
-require("claude").setup({ terminal_cmd = { "cat" } })
-require("claude.config").options.execute = { ` + executeOpts + ` }
+require("claude").setup({ terminal_cmd = { "cat" }, execute = { ` + executeOpts + ` } })
 vim.cmd("edit ` + first + `")
 vim.cmd("botright vsplit | terminal cat")
 vim.b.claude_terminal = true
@@ -93,6 +93,8 @@ vim.cmd("startinsert")`
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = app.Close() })
+	// What a start request brings: the execute options as setup() made them.
+	k.setOptions(*testkit.LuaOptions(t, n))
 	return &execHarness{Nvim: n, app: app, k: k, dir: dir}
 }
 

@@ -294,8 +294,6 @@ type DiagnosticsSync struct {
 	// diagnostics before the reload: new diagnostics for them are likely
 	// on their way.
 	Wait []string `json:"wait"`
-	// SettleMS is the user's diagnostics.settle_ms, nil for the default.
-	SettleMS *int `json:"settle_ms"`
 }
 
 // SyncDiagnostics reloads unmodified buffers whose file changed on disk and

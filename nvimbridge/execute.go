@@ -5,20 +5,6 @@ import (
 	"errors"
 )
 
-// ExecuteOptions are the user's execute options as Lua read them
-// (require("claude.execute").options(): the execute table of setup() over the
-// defaults). Nil fields were not given.
-type ExecuteOptions struct {
-	// Confirm asks the user before each run (default true).
-	Confirm *bool `json:"confirm"`
-	// TimeoutMS bounds a run; 0 means no limit.
-	TimeoutMS *int `json:"timeout_ms"`
-	// MaxOutput caps the text of a run's output, in characters; 0 means no cap.
-	MaxOutput *int `json:"max_output"`
-	// Python is the interpreter with jupyter_client and ipykernel ("" finds one).
-	Python string `json:"python"`
-}
-
 // ExecuteTarget is where executeCode runs: the buffer the user works in and
 // the kernel it wants.
 type ExecuteTarget struct {
@@ -31,8 +17,6 @@ type ExecuteTarget struct {
 	Kernel string `json:"kernel"`
 	// Dir is the directory the kernel starts in.
 	Dir string `json:"dir"`
-	// Options are the execute options.
-	Options ExecuteOptions `json:"options"`
 }
 
 // ExecuteConfirmRequest is a run to show the user before it happens.

@@ -179,19 +179,12 @@ type StartParams struct {
 	Cwd       string `json:"cwd"`        // workspace folder
 	ConfigDir string `json:"config_dir"` // where the CLI looks for locks
 	IDEName   string `json:"ide_name"`   // optional override
-	// SingleSession hands the editor to the newest CLI: older ones are
-	// closed with code 4001, which the CLI shows as "switched to another
-	// Claude Code session" and does not reconnect.
-	SingleSession bool `json:"single_session"`
-	// Security is setup()'s security table, resolved by Lua (the one
-	// source of the defaults): the file boundary's settings.
-	Security SecurityParams `json:"security"`
-}
-
-// SecurityParams are the boundary's options as Lua sends them.
-type SecurityParams struct {
-	Deny      []string `json:"deny"`
-	AllowHome bool     `json:"allow_home"`
+	// Options are the user's options as Lua resolved them (required):
+	// with every start request, so that a setup() run since the last one
+	// takes effect. Options.SingleSession hands the editor to the newest
+	// CLI: older ones are closed with code 4001, which the CLI shows as
+	// "switched to another Claude Code session" and does not reconnect.
+	Options *host.Options `json:"options"`
 }
 
 // Status is the state Lua's status() and :ClaudeStatus report.
@@ -209,8 +202,8 @@ type ClientView struct {
 }
 
 func (a *App) handleStart(ctx context.Context, p StartParams) (any, error) {
-	if p.PID <= 0 || p.Cwd == "" || p.ConfigDir == "" {
-		return nil, errors.New("start: pid, cwd and config_dir are required")
+	if p.PID <= 0 || p.Cwd == "" || p.ConfigDir == "" || p.Options == nil {
+		return nil, errors.New("start: pid, cwd, config_dir and options are required")
 	}
 	if err := a.Start(ctx, p); err != nil {
 		return nil, err
@@ -226,9 +219,18 @@ func (a *App) Start(ctx context.Context, p StartParams) error {
 	if a.closed {
 		return errors.New("nvim-claude is shutting down")
 	}
-	// setup() may have run again since the last start: the boundary takes
-	// the options of every start request.
-	a.ws.Boundary().Update(workspace.Settings{Deny: p.Security.Deny, AllowHome: p.Security.AllowHome})
+	if p.Options == nil {
+		return errors.New("start: the options are required")
+	}
+	// setup() may have run again since the last start: the boundary and
+	// the features take the options of every start request.
+	o := *p.Options
+	a.ws.Boundary().Update(workspace.Settings{Deny: o.Security.Deny, AllowHome: o.Security.AllowHome})
+	for _, h := range a.hooks {
+		if h.Options != nil {
+			h.Options(o)
+		}
+	}
 	if a.srv != nil {
 		return nil
 	}
@@ -247,7 +249,7 @@ func (a *App) Start(ctx context.Context, p StartParams) error {
 		Logger:           a.log.With("component", "mcp"),
 		OnIDEConnected: func(c mcp.ClientInfo) {
 			a.log.Info("CLI connected", "client", c.ID, "pid", c.PID)
-			if p.SingleSession {
+			if o.SingleSession {
 				a.handOver(c)
 			}
 			a.post("connected", map[string]any{"pid": c.PID, "id": c.ID})

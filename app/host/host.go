@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/nvim-claude/nvim-claude/mcp"
@@ -66,7 +67,7 @@ type LuaNotification func(params json.RawMessage)
 func Request[P any](name string, h func(ctx context.Context, p P) (any, error)) LuaRequest {
 	return func(ctx context.Context, raw json.RawMessage) (any, error) {
 		var p P
-		if len(raw) > 0 && string(raw) != "null" {
+		if !empty(raw) {
 			if err := json.Unmarshal(raw, &p); err != nil {
 				return nil, fmt.Errorf("%s: bad parameters: %w", name, err)
 			}
@@ -81,7 +82,7 @@ func Request[P any](name string, h func(ctx context.Context, p P) (any, error)) 
 func Notification[P any](log *slog.Logger, name string, h func(p P)) LuaNotification {
 	return func(raw json.RawMessage) {
 		var p P
-		if len(raw) > 0 && string(raw) != "null" {
+		if !empty(raw) {
 			if err := json.Unmarshal(raw, &p); err != nil {
 				log.Warn(name+": bad parameters", "err", err)
 				return
@@ -89,6 +90,13 @@ func Notification[P any](log *slog.Logger, name string, h func(p P)) LuaNotifica
 		}
 		h(p)
 	}
+}
+
+// empty reports parameters that carry nothing: none, null, or Lua's empty
+// table, which vim.json encodes as [] (Lua cannot tell {} from []).
+func empty(raw json.RawMessage) bool {
+	s := strings.TrimSpace(string(raw))
+	return s == "" || s == "null" || s == "[]"
 }
 
 // Hooks is what a feature contributes. Every field may be nil.
@@ -104,6 +112,9 @@ type Hooks struct {
 	// connection's end. They run on mcp goroutines and must not block.
 	ClientConnected    func(c mcp.ClientInfo)
 	ClientDisconnected func(c mcp.ClientInfo)
+	// Options hears the user's options, with every start request and
+	// before the IDE server serves a tool; it must not block.
+	Options func(o Options)
 	// ServerStarted and ServerStopped hear the IDE server's lifetime.
 	ServerStarted func()
 	ServerStopped func()

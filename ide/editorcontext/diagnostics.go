@@ -360,12 +360,11 @@ const (
 	// syncTimeout bounds the sync round trip (reloading buffers runs their
 	// BufReadPost autocommands) and the push it sends.
 	syncTimeout = time.Second
-	// defaultSettle bounds the wait for a language server's report on a
-	// file the CLI just changed (diagnostics.settle_ms). gopls reports a
+	// maxSettle caps diagnostics.settle_ms, the wait for a language
+	// server's report on a file the CLI just changed. gopls reports a
 	// change within ~40 ms, but says nothing when the diagnostics stay the
 	// same — then the whole wait is spent.
-	defaultSettle = 600 * time.Millisecond
-	maxSettle     = 1500 * time.Millisecond
+	maxSettle = 1500 * time.Millisecond
 )
 
 // syncDiagnostics brings the cache up to date before a getDiagnostics {}:
@@ -392,13 +391,7 @@ func (c *Context) syncDiagnostics(ctx context.Context) {
 	if len(res.Wait) == 0 {
 		return
 	}
-	settle := defaultSettle
-	if res.SettleMS != nil && *res.SettleMS >= 0 {
-		settle = time.Duration(*res.SettleMS) * time.Millisecond
-		if settle > maxSettle {
-			settle = maxSettle
-		}
-	}
+	settle := min(c.settle(), maxSettle)
 	wctx, wcancel := context.WithTimeout(ctx, settle)
 	defer wcancel()
 	c.diags.waitTouched(wctx, res.Wait, *res.Seq)

@@ -48,6 +48,7 @@ type Context struct {
 	lspEvents bool
 	answer    *mcp.ToolResult // getWorkspaceFolders' answer for the folders of generation answerGen
 	answerGen uint64
+	settleMS  int // diagnostics.settle_ms (0 until a start request brings the options)
 }
 
 // New makes the editor-context feature; version is the host's, which
@@ -65,6 +66,7 @@ func (c *Context) Hooks() host.Hooks {
 	return host.Hooks{
 		Tools:   c.tools,
 		Methods: c.methods,
+		Options: c.setOptions,
 		LuaNotifications: map[string]host.LuaNotification{
 			"diagnostics_changed": host.Notification(c.log, "diagnostics_changed", c.handleDiagnosticsChanged),
 			"workspace_folders":   host.Notification(c.log, "workspace_folders", c.handleWorkspaceFolders),
@@ -95,6 +97,20 @@ func (c *Context) methods() map[string]mcp.MethodHandler {
 		"getOpenFiles":     c.getOpenFiles,
 		"getCurrentFile":   c.getCurrentFile,
 	}
+}
+
+// setOptions takes the user's options (with every start request).
+func (c *Context) setOptions(o host.Options) {
+	c.mu.Lock()
+	c.settleMS = max(o.Diagnostics.SettleMS, 0)
+	c.mu.Unlock()
+}
+
+// settle is how long getDiagnostics waits for a fresh report.
+func (c *Context) settle() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Duration(c.settleMS) * time.Millisecond
 }
 
 // foldersParams are workspace_folders' parameters.

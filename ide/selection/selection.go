@@ -28,9 +28,6 @@ type Editor interface {
 }
 
 const (
-	// selDefaultDebounce is selection.debounce_ms's default, used until Lua
-	// says otherwise.
-	selDefaultDebounce = 50 * time.Millisecond
 	// selPullTimeout bounds one pull: Neovim may be busy (a long :make),
 	// and the next move asks again anyway.
 	selPullTimeout = 2 * time.Second
@@ -103,7 +100,6 @@ func New(h host.Host, ed Editor) *Tracker {
 		cancel:      cancel,
 		inbox:       make(chan selEvent, selInboxSize),
 		done:        make(chan struct{}),
-		debounce:    selDefaultDebounce,
 	}
 	go c.run()
 	return c
@@ -127,6 +123,7 @@ func (c *Tracker) Hooks() host.Hooks {
 		ClientConnected:    c.clientConnected,
 		ClientDisconnected: c.clientDisconnected,
 		ServerStopped:      c.serverStopped,
+		Options:            c.setOptions,
 		Close:              c.close,
 	}
 }
@@ -214,21 +211,16 @@ func (c *Tracker) handleUpdate(p updateParams) {
 	c.post(selEvent{kind: selUpdate, state: p.State, pull: p.Pull})
 }
 
+// shareParams are selection_share's parameters.
+type shareParams struct {
+	On bool `json:"on"`
+}
+
 // handleShare turns sharing on or off. It is a request, not a
 // notification: when :ClaudeShare off returns, nothing more is shared and
 // the CLIs have been told to forget the selection.
-// shareParams are selection_share's parameters.
-type shareParams struct {
-	On         bool     `json:"on"`
-	DebounceMS *float64 `json:"debounce_ms"`
-}
-
 func (c *Tracker) handleShare(_ context.Context, p shareParams) (any, error) {
-	d := time.Duration(-1)
-	if p.DebounceMS != nil && *p.DebounceMS >= 0 {
-		d = time.Duration(*p.DebounceMS * float64(time.Millisecond))
-	}
-	c.setSharing(p.On, d)
+	c.setSharing(p.On)
 	if !p.On {
 		c.post(selEvent{kind: selShare}) // drop a pending pull
 	}
@@ -364,16 +356,22 @@ func (c *Tracker) debounceDur() time.Duration {
 	return c.debounce
 }
 
+// setOptions takes the user's options: the debounce (selection.debounce_ms).
+func (c *Tracker) setOptions(o host.Options) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if o.Selection.DebounceMS >= 0 {
+		c.debounce = time.Duration(o.Selection.DebounceMS * float64(time.Millisecond))
+	}
+}
+
 // setSharing turns sharing on (a new epoch of Lua's sequence numbers) or
 // off, in which case every CLI is told to forget the selection it holds.
-func (c *Tracker) setSharing(on bool, debounce time.Duration) {
+func (c *Tracker) setSharing(on bool) {
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
 	c.mu.Lock()
 	c.sharing = on
-	if debounce >= 0 {
-		c.debounce = debounce
-	}
 	var p selPayload
 	send := false
 	if on {

@@ -254,7 +254,8 @@ func TestSelectionPullRetried(t *testing.T) {
 			}})
 			defer a.Close()
 			c := feat
-			c.setSharing(true, time.Millisecond)
+			c.setOptions(host.Options{Selection: host.SelectionOptions{DebounceMS: 1}})
+			c.setSharing(true)
 			c.post(selEvent{kind: selDirty})
 			deadline := time.Now().Add(15 * time.Second)
 			for {
@@ -302,7 +303,8 @@ func TestSelectionUpdatePull(t *testing.T) {
 			}})
 			defer a.Close()
 			c := feat
-			c.setSharing(true, time.Millisecond)
+			c.setOptions(host.Options{Selection: host.SelectionOptions{DebounceMS: 1}})
+			c.setSharing(true)
 			c.mu.Lock()
 			c.holdDebounce = true // the pull stays pending until the flush
 			c.mu.Unlock()

@@ -82,7 +82,7 @@ func runGoBench(ctx context.Context, r *runner) (*section, error) {
 	if _, err := os.Stat(filepath.Join(r.root, "plugin", "selection_bench_test.go")); err == nil {
 		pkgs = append(pkgs, benchPkg{"./ide/selection/", "^BenchmarkSel", "the selection coalescer (ide/selection/selection_bench_test.go)"})
 	} else {
-		sec.printf("The selection coalescer benchmark (plugin/selection_bench_test.go) is not in this checkout: not available.\n\n")
+		sec.printf("The selection coalescer benchmark (ide/selection/selection_bench_test.go) is not in this checkout: not available.\n\n")
 	}
 	var raw strings.Builder
 	all := map[string]*goBench{}

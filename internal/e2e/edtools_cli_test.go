@@ -37,7 +37,7 @@ func TestCLIEditorToolsReferences(t *testing.T) {
 		local f = io.open("/proc/" .. pid .. "/cmdline", "rb") local s = f:read("*a") f:close()
 		return (s:gsub("%z", " "))`, &argv)
 	if !strings.Contains(argv, "--mcp-config") || !strings.Contains(argv, `"args":["mcp"]`) || strings.Contains(argv, "TOKEN") {
-		t.Fatalf("the CLI got no --mcp-config for the editor tools (is newEdtools(a) in App.newComponents?); argv: %s", argv)
+		t.Fatalf("the CLI got no --mcp-config for the editor tools (is edtools wired in app.Features with editor_tools.enable?); argv: %s", argv)
 	}
 	// Its environment names the socket and carries no token (the relay
 	// reads it from the 0600 file beside the socket).

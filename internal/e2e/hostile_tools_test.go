@@ -3,7 +3,7 @@ package e2e
 // Hostile tool calls through the real host binary, and the no-data-lost
 // guarantees: an accepted diff hands the CLI exactly the bytes of the
 // proposal, and writeFile / saveDocument never leave a partial file.
-// plugin/fuzz_test.go checks the wording of each refusal; here the point is
+// app/fuzz_test.go checks the wording of each refusal; here the point is
 // that the real process survives everything and that bytes survive intact.
 
 import (

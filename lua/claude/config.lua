@@ -416,6 +416,27 @@ end
 
 M.options = M.defaults()
 
+--- The options the Go host needs, resolved (it keeps no default of its
+--- own): sent with every "start" request, decoded by Go into host.Options
+--- (app/host/options.go), field for field.
+---@return table
+function M.host_options()
+  local o = M.options
+  return {
+    single_session = o.single_session,
+    selection = { debounce_ms = o.selection.debounce_ms },
+    execute = {
+      confirm = o.execute.confirm,
+      timeout_ms = o.execute.timeout_ms,
+      max_output = o.execute.max_output,
+      python = o.execute.python,
+    },
+    diagnostics = { settle_ms = o.diagnostics.settle_ms },
+    security = { deny = M.deny_globs(), allow_home = o.security.allow_home },
+    editor_tools = { enable = o.editor_tools.enable, allow = o.editor_tools.allow },
+  }
+end
+
 --- The effective deny-list: security.deny followed by security.deny_extra.
 --- The same table until the options change (callers cache by identity).
 ---@return string[]

@@ -8,41 +8,11 @@ local M = {}
 
 local api = vim.api
 
--- Defaults of the execute options (config.lua validates the schema; these
--- also apply when config.lua does not know the table yet).
-M.defaults = {
-  confirm = true, -- show the code and ask before each run
-  timeout_ms = 30000, -- interrupt a run after this long (0: no limit)
-  max_output = 20000, -- characters of text output kept per run (0: no cap)
-  python = nil, -- interpreter with jupyter_client + ipykernel (nil: python3, then /usr/bin/python3)
-  -- keys reaching the confirmation within this long of it being shown, or
-  -- of another key, are ignored: an answer is a deliberate key
-  grace_ms = 500,
-}
-
-local types = { confirm = "boolean", timeout_ms = "number", max_output = "number", python = "string", grace_ms = "number" }
-
---- The execute options: setup()'s `execute` table over the defaults.
---- Raises an error a person can act on when one has the wrong type.
+--- The execute options: setup()'s `execute` table as claude.config resolved
+--- and validated it (config.lua holds the defaults).
+---@return {confirm: boolean, timeout_ms: number, max_output: number, python: string?, grace_ms: number}
 function M.options()
-  local ok, config = pcall(require, "claude.config")
-  local user = ok and config.options and config.options.execute or {}
-  if type(user) ~= "table" then
-    error("nvim-claude: option `execute` must be a table, got " .. type(user), 0)
-  end
-  local out = {}
-  for k, want in pairs(types) do
-    local v = user[k]
-    if v == nil then
-      v = M.defaults[k]
-    elseif type(v) ~= want then
-      error(string.format("nvim-claude: option execute.%s must be a %s, got %s", k, want, type(v)), 0)
-    elseif want == "number" and v < 0 then
-      error(string.format("nvim-claude: option execute.%s must be 0 or more, got %s", k, tostring(v)), 0)
-    end
-    out[k] = v
-  end
-  return out
+  return require("claude.config").options.execute
 end
 
 local editor = require("claude.editor")
@@ -81,9 +51,9 @@ end
 
 --- Where executeCode runs now (the Go host asks through the bridge's
 --- execute_target): the buffer the user works in, its kernel (a notebook's
---- metadata.kernelspec.name, else ""), the directory the kernel starts in and
---- the execute options. Raises an error on a bad option.
----@return {bufnr: integer, name: string, kernel: string, dir: string, options: table}
+--- metadata.kernelspec.name, else "") and the directory the kernel starts
+--- in. (The execute options reach the host with "start".)
+---@return {bufnr: integer, name: string, kernel: string, dir: string}
 function M.target()
   local buf = M.buffer()
   local name = api.nvim_buf_get_name(buf)
@@ -97,7 +67,7 @@ function M.target()
       dir = d
     end
   end
-  return { bufnr = buf, name = name, kernel = kernel, dir = dir, options = M.options() }
+  return { bufnr = buf, name = name, kernel = kernel, dir = dir }
 end
 
 -- Open confirmations by id: {win, buf, chan, prev_win, prev_mode, armed,

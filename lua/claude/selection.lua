@@ -826,7 +826,7 @@ local function start_tracking(chan)
   })
   au("WinLeave", { desc = "nvim-claude: keep a visual selection when leaving its window", callback = left_in_visual })
   arm()
-  local _, err = request(chan, "selection_share", { on = true, debounce_ms = S.debounce })
+  local _, err = request(chan, "selection_share", { on = true })
   if err then
     stop_tracking(false)
     util.notify("nvim-claude: could not start sharing the selection: " .. err, vim.log.levels.ERROR)

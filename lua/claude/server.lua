@@ -174,8 +174,7 @@ function M.start()
     pid = vim.fn.getpid(),
     cwd = vim.fn.getcwd(-1, -1),
     config_dir = config.claude_config_dir(),
-    single_session = config.options.single_session,
-    security = { deny = config.deny_globs(), allow_home = config.options.security.allow_home },
+    options = config.host_options(),
   })
   if not st then
     return nil, err or "nvim-claude: the Go host gave no answer to start"

@@ -56,8 +56,7 @@ function M.editor_tools()
   if not server.is_running() then
     return nil
   end
-  local opts = config.options.editor_tools or {}
-  local info = server.request("edtools", { enable = opts.enable ~= false, allow = opts.allow })
+  local info = server.request("edtools", vim.empty_dict())
   if type(info) == "table" and info.enabled then
     return info
   end

@@ -898,10 +898,5 @@ function fns.ctx_diagnostics_sync()
       table.insert(wait, E.file_path(r.buf))
     end
   end
-  local settle
-  local ok, config = pcall(require, "claude.config")
-  if ok and type(config.options) == "table" and type(config.options.diagnostics) == "table" then
-    settle = config.options.diagnostics.settle_ms
-  end
-  return { seq = seq, reloaded = #reloaded, wait = wait, settle_ms = settle }
+  return { seq = seq, reloaded = #reloaded, wait = wait }
 end
