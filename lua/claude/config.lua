@@ -1,4 +1,69 @@
 -- Options: defaults, validation and the merged result.
+--
+-- The one source of nvim-claude's options: the defaults below, the schema
+-- that validates them, and host_options(), the part the Go host gets. The
+-- classes describe setup()'s table (every field optional there), so that
+-- editors with lua-language-server complete and check it.
+
+---@class claude.Config
+---@field bin? string the Go host binary (default: <plugin root>/bin/nvim-claude)
+---@field terminal_cmd? string|string[] the Claude Code CLI command (default "claude")
+---@field env? table<string, string> extra environment for the CLI (replaces, not merges)
+---@field auto_start? boolean start the server with Neovim
+---@field single_session? boolean a newly connected CLI replaces the older ones
+---@field log_level? "trace"|"debug"|"info"|"warn"|"error"
+---@field log_file? string default: stdpath("log")/nvim-claude.log
+---@field terminal? claude.Config.Terminal
+---@field notify? {needs_input?: boolean}
+---@field execute? claude.Config.Execute
+---@field diagnostics? {settle_ms?: number}
+---@field selection? {track?: boolean, debounce_ms?: number, deny?: string[]}
+---@field security? claude.Config.Security
+---@field mentions? {focus_terminal?: boolean}
+---@field editor_tools? {enable?: boolean, allow?: string[]}
+---@field chat? claude.Config.Chat
+---@field diff? claude.Config.Diff
+
+---@class claude.Config.Terminal
+---@field provider? "native"|"snacks"|"none"
+---@field layout? "split"|"float"
+---@field split_side? "right"|"left"|"bottom"|"top"
+---@field width? number fraction of the editor (< 1) or columns
+---@field float? {width?: number, height?: number, border?: string}
+
+---@class claude.Config.Execute
+---@field confirm? boolean show the code in a float and ask before each run
+---@field timeout_ms? number interrupt a run after this long (0: no limit)
+---@field max_output? number characters of text output kept per run (0: no cap)
+---@field python? string interpreter with jupyter_client and ipykernel
+---@field grace_ms? number keys within this long of the float never answer it
+
+---@class claude.Config.Security
+---@field deny? string[] files whose contents never leave Neovim (globs)
+---@field deny_extra? string[] appended to deny
+---@field allow_home? boolean let a home-directory (or /) workspace be read and written
+
+---@class claude.Config.Chat
+---@field cmd? string the CLI for chats (default: the first word of terminal_cmd)
+---@field mode? "default"|"acceptEdits"|"plan"
+---@field model? string
+---@field effort? "low"|"medium"|"high"|"xhigh"|"max"
+---@field editor_tools? boolean offer the editor tools to the chat's model
+---@field allowed_tools? string[]
+---@field disallowed_tools? string[]
+---@field env? table<string, string>
+---@field layout? "right"|"left"|"bottom"|"tab"
+---@field width? number
+---@field prompt_height? number
+---@field notify? boolean
+---@field history_size? number
+---@field keys? table<string, string>
+
+---@class claude.Config.Diff
+---@field layout? "vertical"|"horizontal"
+---@field open_in_new_tab? boolean
+---@field keep_terminal_focus? boolean
+---@field keymaps? {accept?: string, reject?: string}
 local M = {}
 
 local levels = { trace = 0, debug = 1, info = 2, warn = 3, error = 4 }
@@ -11,6 +76,7 @@ local function plugin_root()
 end
 
 --- The defaults. Documented in doc/nvim-claude.txt (claude-config).
+---@return claude.Config
 function M.defaults()
   return {
     bin = nil, -- <plugin root>/bin/nvim-claude

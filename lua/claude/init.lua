@@ -8,6 +8,7 @@ local setup_done = false
 
 --- Applies options. Starts nothing (unless auto_start): the Go host starts
 --- on the first command.
+---@param opts? claude.Config
 function M.setup(opts)
   local config = require("claude.config")
   -- A second setup() changes what it names and keeps the rest.
