@@ -95,6 +95,7 @@ vim.cmd("edit a.txt")`
 	}
 	n.Eval(tb, `local s = require("claude.server")
 s.state().chan = ...
+assert(s.send_options())
 local st, err = s.start()
 return { st = st or vim.NIL, err = err or vim.NIL }`, &res, n.ChannelID())
 	if !res.St.Running {

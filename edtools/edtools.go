@@ -94,7 +94,7 @@ type Tools struct {
 	version string
 
 	mu        sync.Mutex
-	enabled   bool            // editor_tools.enable (false until a start request brings the options)
+	enabled   bool            // editor_tools.enable (false until Lua sent the options)
 	allowList []string        // editor_tools.allow, as given
 	allowAll  bool            // editor_tools.allow is nil
 	allow     map[string]bool // applied by the last "edtools" request; nil: every tool
@@ -132,7 +132,7 @@ func (e *Tools) Hooks() host.Hooks {
 	}
 }
 
-// setOptions takes setup()'s editor_tools (with every start request);
+// setOptions takes setup()'s editor_tools (whenever Lua sends them);
 // the next "edtools" request applies them.
 func (e *Tools) setOptions(o host.Options) {
 	e.mu.Lock()

@@ -322,7 +322,7 @@ func TestEditorToolsOptions(t *testing.T) {
 	h := startEdHarness(t, false)
 	ask := func(cfg string) EdtoolsInfo {
 		t.Helper()
-		// The options arrive with a start request; Lua's terminal.attach()
+		// Lua sends the options (setup()); its terminal.attach()
 		// then asks for the server.
 		var o host.EditorToolsOptions
 		if err := json.Unmarshal([]byte(cfg), &o); err != nil {
@@ -349,7 +349,8 @@ func TestEditorToolsOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	// What App.Start and Lua's terminal.attach() do.
-	if err := h.app.Start(context.Background(), core.StartParams{PID: os.Getpid(), Cwd: h.dir, ConfigDir: t.TempDir(), Options: &host.Options{}}); err != nil {
+	h.app.SetOptions(host.Options{})
+	if err := h.app.Start(context.Background(), core.StartParams{PID: os.Getpid(), Cwd: h.dir, ConfigDir: t.TempDir()}); err != nil {
 		t.Fatal(err)
 	}
 	info := ask(`{"enable":true}`)

@@ -49,13 +49,13 @@ type executeOptions struct {
 func resolveExecuteOptions(o host.ExecuteOptions) executeOptions {
 	return executeOptions{
 		confirm:   o.Confirm,
-		timeout:   time.Duration(max(o.TimeoutMS, 0)) * time.Millisecond,
-		maxOutput: max(o.MaxOutput, 0),
+		timeout:   time.Duration(max(o.TimeoutMS, 0) * float64(time.Millisecond)),
+		maxOutput: int(max(o.MaxOutput, 0)),
 		python:    o.Python,
 	}
 }
 
-// setOptions takes the user's options (with every start request).
+// setOptions takes the user's options (whenever Lua sends them).
 func (c *Kernels) setOptions(o host.Options) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -94,7 +94,7 @@ type Kernels struct {
 	log *slog.Logger
 
 	mu      sync.Mutex
-	opts    *host.ExecuteOptions // nil until a start request brings them
+	opts    *host.ExecuteOptions // nil until Lua sent the options
 	bufs    map[int]*bufferKernel
 	python  string                 // the interpreter that worked last
 	always  map[string]bool        // CLI connections the user allowed to run without asking

@@ -93,7 +93,7 @@ vim.cmd("startinsert")`
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = app.Close() })
-	// What a start request brings: the execute options as setup() made them.
+	// What Lua sends when it starts the host: the options as setup() made them.
 	k.setOptions(*testkit.LuaOptions(t, n))
 	return &execHarness{Nvim: n, app: app, k: k, dir: dir}
 }

@@ -94,7 +94,10 @@ type App struct {
 	// come with the start request).
 	ws *workspace.Workspace
 
+	optsMu sync.Mutex // one SetOptions at a time
+
 	mu     sync.Mutex
+	opts   *host.Options // nil until Lua sent them
 	srv    Server
 	params StartParams
 	closed bool
@@ -138,6 +141,10 @@ func New(opts Options) *App {
 // Register installs the handlers Lua calls.
 func (a *App) Register(r Registrar) error {
 	reqs := map[string]host.LuaRequest{
+		"options": host.Request("options", func(_ context.Context, o host.Options) (any, error) {
+			a.SetOptions(o)
+			return map[string]any{}, nil
+		}),
 		"start":  host.Request("start", a.handleStart),
 		"stop":   a.handleStop,
 		"status": a.handleStatus,
@@ -173,18 +180,38 @@ func (a *App) Register(r Registrar) error {
 	return nil
 }
 
+// SetOptions takes the user's options as Lua resolved them (the
+// "options" request: when Lua starts the host and whenever setup() runs
+// again): the file boundary's settings, single_session, and every
+// feature's Hooks.Options. The hooks run outside a.mu (a feature may call
+// the host from under its own lock), one SetOptions at a time.
+func (a *App) SetOptions(o host.Options) {
+	a.optsMu.Lock()
+	defer a.optsMu.Unlock()
+	a.mu.Lock()
+	a.opts = &o
+	a.mu.Unlock()
+	a.ws.Boundary().Update(workspace.Settings{Deny: o.Security.Deny, AllowHome: o.Security.AllowHome})
+	for _, h := range a.hooks {
+		if h.Options != nil {
+			h.Options(o)
+		}
+	}
+}
+
+// singleSession is the single_session option now.
+func (a *App) singleSession() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.opts != nil && a.opts.SingleSession
+}
+
 // StartParams is what Lua sends with "start".
 type StartParams struct {
 	PID       int    `json:"pid"`        // Neovim's pid: the lock must name the long-lived editor
 	Cwd       string `json:"cwd"`        // workspace folder
 	ConfigDir string `json:"config_dir"` // where the CLI looks for locks
 	IDEName   string `json:"ide_name"`   // optional override
-	// Options are the user's options as Lua resolved them (required):
-	// with every start request, so that a setup() run since the last one
-	// takes effect. Options.SingleSession hands the editor to the newest
-	// CLI: older ones are closed with code 4001, which the CLI shows as
-	// "switched to another Claude Code session" and does not reconnect.
-	Options *host.Options `json:"options"`
 }
 
 // Status is the state Lua's status() and :ClaudeStatus report.
@@ -202,8 +229,8 @@ type ClientView struct {
 }
 
 func (a *App) handleStart(ctx context.Context, p StartParams) (any, error) {
-	if p.PID <= 0 || p.Cwd == "" || p.ConfigDir == "" || p.Options == nil {
-		return nil, errors.New("start: pid, cwd, config_dir and options are required")
+	if p.PID <= 0 || p.Cwd == "" || p.ConfigDir == "" {
+		return nil, errors.New("start: pid, cwd and config_dir are required")
 	}
 	if err := a.Start(ctx, p); err != nil {
 		return nil, err
@@ -219,17 +246,8 @@ func (a *App) Start(ctx context.Context, p StartParams) error {
 	if a.closed {
 		return errors.New("nvim-claude is shutting down")
 	}
-	if p.Options == nil {
-		return errors.New("start: the options are required")
-	}
-	// setup() may have run again since the last start: the boundary and
-	// the features take the options of every start request.
-	o := *p.Options
-	a.ws.Boundary().Update(workspace.Settings{Deny: o.Security.Deny, AllowHome: o.Security.AllowHome})
-	for _, h := range a.hooks {
-		if h.Options != nil {
-			h.Options(o)
-		}
+	if a.opts == nil {
+		return errors.New("the host has no options yet (Lua sends them when it starts the host)")
 	}
 	if a.srv != nil {
 		return nil
@@ -249,7 +267,7 @@ func (a *App) Start(ctx context.Context, p StartParams) error {
 		Logger:           a.log.With("component", "mcp"),
 		OnIDEConnected: func(c mcp.ClientInfo) {
 			a.log.Info("CLI connected", "client", c.ID, "pid", c.PID)
-			if o.SingleSession {
+			if a.singleSession() {
 				a.handOver(c)
 			}
 			a.post("connected", map[string]any{"pid": c.PID, "id": c.ID})
@@ -383,8 +401,10 @@ func (a *App) StopServer() error {
 	if srv == nil {
 		return nil
 	}
-	a.ws.SetLockWriter(nil, nil)
 	err := srv.Close()
+	// After the close: a folder push that raced it cannot mark the next
+	// server's folders as pushed.
+	a.ws.SetLockWriter(nil, nil)
 	for _, h := range a.hooks {
 		if h.ServerStopped != nil {
 			h.ServerStopped()

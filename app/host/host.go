@@ -112,8 +112,9 @@ type Hooks struct {
 	// connection's end. They run on mcp goroutines and must not block.
 	ClientConnected    func(c mcp.ClientInfo)
 	ClientDisconnected func(c mcp.ClientInfo)
-	// Options hears the user's options, with every start request and
-	// before the IDE server serves a tool; it must not block.
+	// Options hears the user's options whenever Lua sends them (first
+	// when it starts the host, before the IDE server can start, then after
+	// every setup()); it must not block.
 	Options func(o Options)
 	// ServerStarted and ServerStopped hear the IDE server's lifetime.
 	ServerStarted func()

@@ -2,10 +2,10 @@ package host
 
 // Options are the user's options the host needs, as Lua resolved and
 // validated them (lua/claude/config.lua is their one source: it holds every
-// default, and Go keeps no second copy). They come with every "start"
-// request, so a setup() run again reaches the host with the next
-// :ClaudeStart; app/core hands them to each feature's Hooks.Options before
-// the IDE server serves a tool.
+// default, and Go keeps no second copy). Lua sends them (the "options"
+// request) when it starts the host, before anything else, and again
+// whenever setup() runs; app/core hands them to each feature's
+// Hooks.Options, and refuses to start the IDE server before it has them.
 type Options struct {
 	// SingleSession hands the editor to the newest CLI (single_session).
 	SingleSession bool               `json:"single_session"`
@@ -25,17 +25,19 @@ type SelectionOptions struct {
 
 // ExecuteOptions are setup()'s execute table, as the host needs it.
 type ExecuteOptions struct {
-	Confirm   bool   `json:"confirm"`    // ask before each run
-	TimeoutMS int    `json:"timeout_ms"` // 0: no limit
-	MaxOutput int    `json:"max_output"` // characters kept per run; 0: no cap
-	Python    string `json:"python"`     // "": python3, then /usr/bin/python3
+	// Numbers are float64 as Lua's are: a fractional value never fails the
+	// whole request.
+	Confirm   bool    `json:"confirm"`    // ask before each run
+	TimeoutMS float64 `json:"timeout_ms"` // 0: no limit
+	MaxOutput float64 `json:"max_output"` // characters kept per run; 0: no cap
+	Python    string  `json:"python"`     // "": python3, then /usr/bin/python3
 }
 
 // DiagnosticsOptions are setup()'s diagnostics table.
 type DiagnosticsOptions struct {
 	// SettleMS bounds getDiagnostics' wait for a language server's report
 	// on a file the CLI just changed.
-	SettleMS int `json:"settle_ms"`
+	SettleMS float64 `json:"settle_ms"`
 }
 
 // SecurityOptions are setup()'s security table: the file boundary's

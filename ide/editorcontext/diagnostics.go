@@ -391,7 +391,7 @@ func (c *Context) syncDiagnostics(ctx context.Context) {
 	if len(res.Wait) == 0 {
 		return
 	}
-	settle := min(c.settle(), maxSettle)
+	settle := min(c.settleFor(), maxSettle)
 	wctx, wcancel := context.WithTimeout(ctx, settle)
 	defer wcancel()
 	c.diags.waitTouched(wctx, res.Wait, *res.Seq)

@@ -48,7 +48,7 @@ type Context struct {
 	lspEvents bool
 	answer    *mcp.ToolResult // getWorkspaceFolders' answer for the folders of generation answerGen
 	answerGen uint64
-	settleMS  int // diagnostics.settle_ms (0 until a start request brings the options)
+	settle    time.Duration // diagnostics.settle_ms (0 until Lua sent the options)
 }
 
 // New makes the editor-context feature; version is the host's, which
@@ -99,18 +99,18 @@ func (c *Context) methods() map[string]mcp.MethodHandler {
 	}
 }
 
-// setOptions takes the user's options (with every start request).
+// setOptions takes the user's options (whenever Lua sends them).
 func (c *Context) setOptions(o host.Options) {
 	c.mu.Lock()
-	c.settleMS = max(o.Diagnostics.SettleMS, 0)
+	c.settle = time.Duration(max(o.Diagnostics.SettleMS, 0) * float64(time.Millisecond))
 	c.mu.Unlock()
 }
 
-// settle is how long getDiagnostics waits for a fresh report.
-func (c *Context) settle() time.Duration {
+// settleFor is how long getDiagnostics waits for a fresh report.
+func (c *Context) settleFor() time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return time.Duration(c.settleMS) * time.Millisecond
+	return c.settle
 }
 
 // foldersParams are workspace_folders' parameters.

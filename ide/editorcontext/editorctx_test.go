@@ -72,7 +72,8 @@ require("claude").setup({})`
 	t.Cleanup(func() { _ = app.Close() })
 	var pid int
 	n.Eval(t, `return vim.fn.getpid()`, &pid)
-	if err := app.Start(context.Background(), core.StartParams{PID: pid, Cwd: dir, ConfigDir: t.TempDir(), Options: testkit.LuaOptions(t, n)}); err != nil {
+	app.SetOptions(*testkit.LuaOptions(t, n))
+	if err := app.Start(context.Background(), core.StartParams{PID: pid, Cwd: dir, ConfigDir: t.TempDir()}); err != nil {
 		t.Fatal(err)
 	}
 	h := &ctxHarness{Nvim: n, app: app, dir: dir, out: out}

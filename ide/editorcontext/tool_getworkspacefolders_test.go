@@ -120,7 +120,8 @@ func TestGetWorkspaceFoldersFromPush(t *testing.T) {
 			}})
 			t.Cleanup(func() { _ = app.Close() })
 			start := func() {
-				if err := app.Start(context.Background(), core.StartParams{PID: os.Getpid(), Cwd: cwd, ConfigDir: t.TempDir(), Options: &host.Options{}}); err != nil {
+				app.SetOptions(host.Options{})
+				if err := app.Start(context.Background(), core.StartParams{PID: os.Getpid(), Cwd: cwd, ConfigDir: t.TempDir()}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -184,7 +185,8 @@ func TestGetWorkspaceFoldersPushDuringQuery(t *testing.T) {
 		return []host.Feature{feat}
 	}})
 	t.Cleanup(func() { _ = app.Close() })
-	if err := app.Start(context.Background(), core.StartParams{PID: os.Getpid(), Cwd: cwd, ConfigDir: t.TempDir(), Options: &host.Options{}}); err != nil {
+	app.SetOptions(host.Options{})
+	if err := app.Start(context.Background(), core.StartParams{PID: os.Getpid(), Cwd: cwd, ConfigDir: t.TempDir()}); err != nil {
 		t.Fatal(err)
 	}
 	ec := feat

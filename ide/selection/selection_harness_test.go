@@ -87,7 +87,8 @@ vim.cmd("edit sample.txt")`
 	t.Cleanup(func() { _ = app.Close() })
 	var pid int
 	n.Eval(t, `return vim.fn.getpid()`, &pid)
-	if err := app.Start(context.Background(), core.StartParams{PID: pid, Cwd: dir, ConfigDir: t.TempDir(), Options: testkit.LuaOptions(t, n)}); err != nil {
+	app.SetOptions(*testkit.LuaOptions(t, n))
+	if err := app.Start(context.Background(), core.StartParams{PID: pid, Cwd: dir, ConfigDir: t.TempDir()}); err != nil {
 		t.Fatal(err)
 	}
 	srv := app.Server()

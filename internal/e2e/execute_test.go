@@ -91,3 +91,21 @@ func TestExecuteCodeThroughThePlugin(t *testing.T) {
 		})
 	}
 }
+
+// setup() run again while the host runs takes effect at once: the execute
+// options (here confirm) reach the host with the next call, not with the
+// next :ClaudeStart.
+func TestSetupAgainReachesTheRunningHost(t *testing.T) {
+	e := startToolsEnv(t, map[string]string{"analysis.py": "# %%\n"})
+	e.Exec(t, `vim.cmd("wincmd t | edit analysis.py | wincmd l")`)
+	e.Exec(t, `require("claude").setup({ execute = { confirm = false } })`)
+	res := e.runConfirmed(t, "print(6 * 7)", "")
+	if text, isErr := resultText(res); isErr || strings.TrimSpace(text) != "42" {
+		t.Fatalf("with confirm = false: %v", res)
+	}
+	e.Exec(t, `require("claude").setup({ execute = { confirm = true } })`)
+	res = e.runConfirmed(t, "print(6 * 7)", "c")
+	if text, isErr := resultText(res); !isErr || text != "The user declined to run the code" {
+		t.Fatalf("with confirm = true again: %v", res)
+	}
+}

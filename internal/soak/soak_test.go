@@ -306,6 +306,7 @@ func TestSoak(t *testing.T) {
 	}
 	n.Eval(t, `local s = require("claude.server")
 s.state().chan = ...
+assert(s.send_options())
 local st, err = s.start()
 return { st = st or vim.NIL, err = err or vim.NIL }`, &st, n.ChannelID())
 	if !st.St.Running {

@@ -483,7 +483,8 @@ end
 M.options = M.defaults()
 
 --- The options the Go host needs, resolved (it keeps no default of its
---- own): sent with every "start" request, decoded by Go into host.Options
+--- own): sent when its job starts and whenever setup() runs again
+--- (claude.server.send_options), decoded by Go into host.Options
 --- (app/host/options.go), field for field.
 ---@return table
 function M.host_options()

@@ -17,6 +17,14 @@ function M.setup(opts)
     vim.notify("nvim-claude: " .. table.concat(problems, "; "), vim.log.levels.ERROR, { title = "nvim-claude" })
   end
   require("claude.commands").create()
+  if setup_done then
+    -- A running host takes the new options now (a second setup() that
+    -- turns execute.confirm on must not wait for the next :ClaudeStart).
+    local ok, err = require("claude.server").send_options()
+    if not ok then
+      vim.notify(err, vim.log.levels.ERROR, { title = "nvim-claude" })
+    end
+  end
   if config.options.auto_start and not setup_done then
     if vim.v.vim_did_enter == 1 then
       vim.schedule(M.serve_quiet)

@@ -102,7 +102,27 @@ function M.ensure_job()
   end
   state.chan = chan
   state.stopping = false
+  -- The options come first: the host keeps no default of its own.
+  local sent, e = M.send_options()
+  if not sent then
+    return nil, e
+  end
   return chan
+end
+
+--- Sends the resolved options (claude.config.host_options()) to the Go
+--- host if its job runs: when the job starts and whenever setup() runs
+--- again, so that a changed option applies at once. Returns true, or nil
+--- and an error message.
+function M.send_options()
+  if not state.chan then
+    return true
+  end
+  local ok, res = pcall(vim.fn.rpcrequest, state.chan, "options", vim.json.encode(config.host_options()))
+  if not ok then
+    return nil, "nvim-claude: the Go host refused the options: " .. tostring(res)
+  end
+  return true
 end
 
 --- Sends a request to the Go host. Returns the decoded result, or nil and
@@ -174,7 +194,6 @@ function M.start()
     pid = vim.fn.getpid(),
     cwd = vim.fn.getcwd(-1, -1),
     config_dir = config.claude_config_dir(),
-    options = config.host_options(),
   })
   if not st then
     return nil, err or "nvim-claude: the Go host gave no answer to start"
