@@ -48,10 +48,10 @@ type Peers struct {
 	Tools  EditorTools
 }
 
-// chatOpenTimeout bounds a chat's startup (process + initialize);
-// chatRequestTimeout any other request Lua waits for.
+// chatStartTimeout bounds a chat's startup (process + initialize), which
+// happens in the background; chatRequestTimeout any request to its CLI.
 const (
-	chatOpenTimeout    = 60 * time.Second
+	chatStartTimeout   = 15 * time.Second
 	chatRequestTimeout = 30 * time.Second
 )
 
@@ -59,6 +59,10 @@ const (
 // CLI in stream-json mode per chat, its events delivered to
 // require("claude.chat") in order.
 type Panel struct {
+	// startTimeout bounds a CLI's start (tests shorten it); 0 means
+	// chatStartTimeout.
+	startTimeout time.Duration
+
 	h     host.Host
 	ed    Editor
 	log   *slog.Logger
@@ -130,6 +134,9 @@ func withChat[P interface{ chatID() string }](c *Panel, name string, h func(*cha
 		if err != nil {
 			return nil, err
 		}
+		if err := ch.ready(); err != nil {
+			return nil, err
+		}
 		// A CLI that never answers a control request must not hang Neovim.
 		ctx, cancel := context.WithTimeout(ctx, chatRequestTimeout)
 		defer cancel()
@@ -157,16 +164,18 @@ func chatMode(mode string) bool {
 	return mode == "default" || mode == "acceptEdits" || mode == "plan"
 }
 
-func (c *Panel) handleOpen(ctx context.Context, p openParams) (any, error) {
-	ch, err := c.open(ctx, p)
+func (c *Panel) handleOpen(_ context.Context, p openParams) (any, error) {
+	ch, err := c.open(p, nil)
 	if err != nil {
-		return nil, fmt.Errorf("chat_open: %w", err)
+		return nil, fmt.Errorf("could not open a chat: %w", err)
 	}
 	return ch.openResult(), nil
 }
 
-// open starts a chat's CLI and registers the chat.
-func (c *Panel) open(ctx context.Context, p openParams) (*chatProc, error) {
+// open registers a chat and starts its CLI in the background (boot): it
+// returns at once, with the chat "starting". after (may be nil) runs once
+// the CLI has started, and may add fields to the "ready" event.
+func (c *Panel) open(p openParams, after func(*chatProc, *chat.Session) (map[string]any, error)) (*chatProc, error) {
 	if p.Cwd == "" || !filepath.IsAbs(p.Cwd) {
 		return nil, fmt.Errorf("cwd must be an absolute path, got %q", p.Cwd)
 	}
@@ -199,7 +208,7 @@ func (c *Panel) open(ctx context.Context, p openParams) (*chatProc, error) {
 	}
 	ch := &chatProc{
 		c: c, id: id, params: p, env: env, configDir: chat.ConfigDir(env),
-		state: "starting", mode: p.Mode, model: p.Model,
+		state: "starting", mode: p.Mode, model: p.Model, booted: make(chan struct{}),
 		perms: map[string]*chatPerm{}, streamed: map[string]bool{}, cpSeen: map[string]bool{},
 		toolUses: map[string]toolUse{},
 	}
@@ -231,21 +240,48 @@ func (c *Panel) open(ctx context.Context, p openParams) (*chatProc, error) {
 				"while the IDE server runs (:ClaudeServe or :ClaudeStart) with editor_tools enabled."
 		}
 	}
-	sctx, cancel := context.WithTimeout(ctx, chatOpenTimeout)
-	defer cancel()
-	sess, err := chat.Start(sctx, chat.Options{
-		Bin: p.Bin, Cwd: p.Cwd, Env: env, Mode: p.Mode, Model: model, Effort: p.Effort,
-		Resume: p.Resume, Fork: p.Fork, AllowedTools: p.AllowedTools, DisallowedTools: p.DisallowedTools,
-		MCPConfig: mcpConfig, OnEvent: ch.onEvent,
-	})
-	if err != nil {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
 		ch.cancel()
-		return nil, err
+		return nil, errors.New("nvim-claude is shutting down")
+	}
+	c.byID[id] = ch
+	c.wg.Add(1)
+	c.mu.Unlock()
+	ch.out.start()
+	ch.pushStatus()
+	go func() {
+		defer c.wg.Done()
+		ch.boot(chat.Options{
+			Bin: p.Bin, Cwd: p.Cwd, Env: env, Mode: p.Mode, Model: model, Effort: p.Effort,
+			Resume: p.Resume, Fork: p.Fork, AllowedTools: p.AllowedTools, DisallowedTools: p.DisallowedTools,
+			MCPConfig: mcpConfig, OnEvent: ch.onEvent,
+		}, toolsNote, after)
+	}()
+	return ch, nil
+}
+
+// boot starts the chat's CLI off Lua's request (chat_open has answered
+// with the chat in state "starting"): a "ready" event (the CLI's models
+// and commands, and what after adds) or a "failed" one (what to check)
+// tells Lua how it went. Closing the chat meanwhile cancels the start.
+func (ch *chatProc) boot(o chat.Options, toolsNote string, after func(*chatProc, *chat.Session) (map[string]any, error)) {
+	defer close(ch.booted)
+	limit := ch.c.startLimit()
+	sctx, cancel := context.WithTimeout(ch.ctx, limit)
+	sess, err := chat.Start(sctx, o)
+	timedOut := sctx.Err() == context.DeadlineExceeded
+	cancel()
+	if err != nil {
+		if ch.ctx.Err() != nil {
+			return // closed while starting
+		}
+		ch.fail(startFailure(o.Bin, err, timedOut, limit))
+		return
 	}
 	ch.mu.Lock()
-	ch.sess = sess
-	ch.state = "idle"
-	if p.Mode == "" && sess.Init().Mode != "" && chatMode(sess.Init().Mode) {
+	if o.Mode == "" && sess.Init().Mode != "" && chatMode(sess.Init().Mode) {
 		ch.mode = sess.Init().Mode
 	}
 	if ch.model == "" {
@@ -253,22 +289,69 @@ func (c *Panel) open(ctx context.Context, p openParams) (*chatProc, error) {
 	}
 	ch.sessionID = sess.SessionID()
 	ch.mu.Unlock()
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		sess.Kill()
-		ch.cancel()
-		return nil, errors.New("nvim-claude is shutting down")
+	if ch.ctx.Err() != nil {
+		sess.Kill() // closed while starting
+		return
 	}
-	c.byID[id] = ch
-	c.mu.Unlock()
-	ch.out.start()
+	ready := ch.readyEvent(sess)
+	if after != nil {
+		extra, err := after(ch, sess)
+		if err != nil {
+			sess.Kill()
+			<-sess.Done()
+			ch.fail(err.Error())
+			return
+		}
+		for k, v := range extra {
+			ready[k] = v
+		}
+	}
+	ch.mu.Lock()
+	ch.sess = sess
+	ch.state = "idle"
+	ch.mu.Unlock()
+	if ch.ctx.Err() != nil {
+		sess.Kill() // closed meanwhile: shutdown waits for booted, then for sess
+		return
+	}
+	ch.push("ready", ready)
 	ch.pushStatus()
 	if toolsNote != "" {
 		ch.system("warn", toolsNote)
 	}
-	c.log.Info("chat started", "id", id, "cwd", p.Cwd, "resume", p.Resume, "fork", p.Fork, "pid", sess.Init().PID)
-	return ch, nil
+	ch.c.log.Info("chat started", "id", ch.id, "cwd", o.Cwd, "resume", o.Resume, "fork", o.Fork, "pid", sess.Init().PID)
+}
+
+// startLimit bounds a CLI's start.
+func (c *Panel) startLimit() time.Duration {
+	if c.startTimeout > 0 {
+		return c.startTimeout
+	}
+	return chatStartTimeout
+}
+
+// fail ends a chat whose CLI did not start: Lua shows msg in its transcript.
+func (ch *chatProc) fail(msg string) {
+	ch.mu.Lock()
+	ch.state = "failed"
+	ch.failure = msg
+	ch.mu.Unlock()
+	ch.c.log.Warn("chat did not start", "id", ch.id, "err", msg)
+	ch.push("failed", map[string]any{"message": msg})
+	ch.pushStatus()
+}
+
+// startFailure says why a CLI did not start and what to check, in one
+// sentence a person can act on.
+func startFailure(bin string, err error, timedOut bool, limit time.Duration) string {
+	if bin == "" {
+		bin = "claude"
+	}
+	if timedOut {
+		return fmt.Sprintf("The Claude CLI (%s) did not start within %s. Check chat.cmd, the CLI's version (%s --version) and :checkhealth claude.",
+			bin, limit, bin)
+	}
+	return fmt.Sprintf("The Claude CLI (%s) did not start: %v. Check chat.cmd, the CLI's version (%s --version) and :checkhealth claude.", bin, err, bin)
 }
 
 func (c *Panel) handleClose(ctx context.Context, p idParams) (any, error) {
@@ -336,7 +419,7 @@ type forkParams struct {
 	UUID string `json:"uuid"`
 }
 
-func (c *Panel) handleFork(ctx context.Context, p forkParams) (any, error) {
+func (c *Panel) handleFork(_ context.Context, p forkParams) (any, error) {
 	src, err := c.get(p.ID)
 	if err != nil {
 		return nil, err
@@ -353,44 +436,39 @@ func (c *Panel) handleFork(ctx context.Context, p forkParams) (any, error) {
 		op.Model = ""
 	}
 	op.Resume, op.Fork = sid, true
-	ch, err := c.open(ctx, op)
-	if err != nil {
-		return nil, fmt.Errorf("chat_fork: %w", err)
-	}
-	res := ch.openResult()
+	var after func(*chatProc, *chat.Session) (map[string]any, error)
 	if p.UUID != "" {
-		rctx, cancel := context.WithTimeout(ctx, chatRequestTimeout)
-		defer cancel()
-		resp, err := ch.session().Request(rctx, "rewind_conversation", map[string]any{"target_message_uuid": p.UUID})
-		var r struct {
-			Rewound     *bool  `json:"rewound"`
-			PrefillText string `json:"prefillText"`
-			Error       string `json:"error"`
-		}
-		if err == nil {
-			_ = json.Unmarshal(resp, &r)
-			if r.Rewound != nil && !*r.Rewound {
-				err = fmt.Errorf("the CLI did not rewind (%s)", r.Error)
+		// Once the fork's CLI runs, its conversation goes back to the
+		// message; a failure shows in the new chat (Lua has it by then).
+		after = func(ch *chatProc, sess *chat.Session) (map[string]any, error) {
+			rctx, cancel := context.WithTimeout(ch.ctx, chatRequestTimeout)
+			defer cancel()
+			resp, err := sess.Request(rctx, "rewind_conversation", map[string]any{"target_message_uuid": p.UUID})
+			var r struct {
+				Rewound     *bool  `json:"rewound"`
+				PrefillText string `json:"prefillText"`
+				Error       string `json:"error"`
 			}
+			if err == nil {
+				_ = json.Unmarshal(resp, &r)
+				if r.Rewound != nil && !*r.Rewound {
+					err = fmt.Errorf("the CLI did not rewind (%s)", r.Error)
+				}
+			}
+			if err != nil {
+				return nil, fmt.Errorf("The fork could not go back to the chosen message: %w.", err)
+			}
+			ch.mu.Lock()
+			ch.forkCut = p.UUID
+			ch.mu.Unlock()
+			return map[string]any{"prefill": r.PrefillText}, nil
 		}
-		if err != nil {
-			// Lua never learns this chat's id: end it.
-			c.mu.Lock()
-			delete(c.byID, ch.id)
-			c.wg.Add(1)
-			c.mu.Unlock()
-			go func() {
-				defer c.wg.Done()
-				ch.shutdown(false)
-			}()
-			return nil, fmt.Errorf("chat_fork: rewind to %s: %w", p.UUID, err)
-		}
-		res["prefill"] = r.PrefillText
-		ch.mu.Lock()
-		ch.forkCut = p.UUID
-		ch.mu.Unlock()
 	}
-	return res, nil
+	ch, err := c.open(op, after)
+	if err != nil {
+		return nil, fmt.Errorf("could not fork the chat: %w", err)
+	}
+	return ch.openResult(), nil
 }
 
 func (c *Panel) close() {
@@ -421,9 +499,12 @@ type chatProc struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // review goroutines
 
+	booted chan struct{} // closed when boot returns
+
 	mu        sync.Mutex
-	sess      *chat.Session
-	state     string
+	sess      *chat.Session // nil until the CLI has started
+	state     string        // starting, idle, running, exited or failed
+	failure   string        // why it failed to start
 	mode      string
 	model     string
 	sessionID string
@@ -454,14 +535,37 @@ type checkpoint struct {
 	contents *string // nil: the file did not exist
 }
 
+// ready is nil once the chat's CLI has started, else why it cannot be
+// asked yet.
+func (ch *chatProc) ready() error {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	switch {
+	case ch.sess != nil:
+		return nil
+	case ch.state == "failed":
+		return errors.New("this chat's CLI did not start: " + ch.failure)
+	}
+	return errors.New("this chat is still starting; try again when its header says idle")
+}
+
 func (ch *chatProc) session() *chat.Session {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
 	return ch.sess
 }
 
+// openResult is chat_open's answer: the chat, starting.
 func (ch *chatProc) openResult() map[string]any {
-	sess := ch.session()
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	return map[string]any{"id": ch.id, "cwd": ch.params.Cwd, "mode": ch.mode, "model": ch.model, "state": ch.state,
+		"models": []map[string]any{}, "commands": []map[string]any{}}
+}
+
+// readyEvent is what Lua learns once the CLI has started: its models and
+// commands, the session, the mode and the model.
+func (ch *chatProc) readyEvent(sess *chat.Session) map[string]any {
 	models := []map[string]any{}
 	commands := []map[string]any{}
 	for _, m := range sess.Init().Models {
@@ -472,8 +576,7 @@ func (ch *chatProc) openResult() map[string]any {
 	}
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
-	res := map[string]any{"id": ch.id, "cwd": ch.params.Cwd, "mode": ch.mode, "model": ch.model,
-		"models": models, "commands": commands}
+	res := map[string]any{"mode": ch.mode, "model": ch.model, "models": models, "commands": commands}
 	if ch.sessionID != "" {
 		res["session_id"] = ch.sessionID
 	}
@@ -484,6 +587,17 @@ func (ch *chatProc) openResult() map[string]any {
 // 3 s) or at once.
 func (ch *chatProc) shutdown(graceful bool) {
 	sess := ch.session()
+	if sess == nil {
+		// Still starting (boot gives up when ctx ends) or failed.
+		ch.cancel()
+		<-ch.booted
+		sess = ch.session()
+		if sess == nil {
+			ch.wg.Wait()
+			ch.out.halt()
+			return
+		}
+	}
 	if graceful {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		_ = sess.Close(ctx)
@@ -716,6 +830,11 @@ func (ch *chatProc) onSystem(e chat.SystemEvent) {
 
 func (ch *chatProc) onExit(e chat.ExitEvent) {
 	ch.mu.Lock()
+	if ch.sess == nil {
+		// It never started (or its start failed): boot says so.
+		ch.mu.Unlock()
+		return
+	}
 	ch.state = "exited"
 	perms := ch.perms
 	ch.perms = map[string]*chatPerm{}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -189,10 +190,27 @@ func (h *chatHarness) open(t *testing.T, extra map[string]any) string {
 	}
 	res := h.call(t, "chat_open", p)
 	id, _ := res["id"].(string)
-	if id == "" || len(res["models"].([]any)) == 0 {
+	if id == "" || res["state"] != "starting" {
 		t.Fatalf("chat_open = %v", res)
 	}
+	// chat_open answers before the CLI runs; "ready" says it does.
+	ready := h.ready(t, id)
+	if len(ready["models"].([]any)) == 0 {
+		t.Fatalf("ready = %v", ready)
+	}
 	return id
+}
+
+// ready waits for chat id's "ready" event (its CLI has started).
+func (h *chatHarness) ready(t *testing.T, id any) map[string]any {
+	t.Helper()
+	return h.rec.wait(t, 1, "ready", func(d map[string]any) bool { return d["id"] == id })
+}
+
+// failed waits for chat id's "failed" event (its CLI did not start).
+func (h *chatHarness) failed(t *testing.T, id any) map[string]any {
+	t.Helper()
+	return h.rec.wait(t, 1, "failed", func(d map[string]any) bool { return d["id"] == id })
 }
 
 func (h *chatHarness) file(t *testing.T) string {
@@ -404,7 +422,7 @@ func TestChatFlows(t *testing.T) {
 			}
 			h.rec.mu.Unlock()
 			got := strings.Join(order, " ")
-			if !strings.HasPrefix(got, "status user lifecycle status text turn_done file_changed status") {
+			if !strings.HasPrefix(got, "status ready status user lifecycle status text turn_done file_changed status") {
 				t.Errorf("event order: %s", got)
 			}
 			var states []string
@@ -556,15 +574,25 @@ func TestChatFlows(t *testing.T) {
 				t.Errorf("chat_sessions = %v", ss)
 			}
 
-			if _, err := h.try("chat_fork", map[string]any{"id": id, "uuid": "00000000-0000-0000-0000-000000000000"}); err == nil {
-				t.Errorf("a fork to an unknown message succeeded")
+			// A fork to a message the CLI does not know fails in the new
+			// chat, which says why; closing it leaves the first alone.
+			bad := h.call(t, "chat_fork", map[string]any{"id": id, "uuid": "00000000-0000-0000-0000-000000000000"})
+			if f := h.failed(t, bad["id"]); !strings.Contains(fmt.Sprint(f["message"]), "could not go back") {
+				t.Errorf("failed fork = %v", f)
 			}
+			if _, err := h.try("chat_send", map[string]any{"id": bad["id"], "text": "x"}); err == nil || !strings.Contains(err.Error(), "did not start") {
+				t.Errorf("send to the failed fork: %v", err)
+			}
+			h.call(t, "chat_close", map[string]any{"id": bad["id"]})
 			if list := h.call(t, "chat_list", map[string]any{}); len(list["chats"].([]any)) != 1 {
 				t.Errorf("the failed fork left a chat: %v", list)
 			}
 			fork := h.call(t, "chat_fork", map[string]any{"id": id, "uuid": second["uuid"]})
-			if fork["prefill"] != "second prompt" || fork["id"] == id {
+			if fork["id"] == id || fork["state"] != "starting" {
 				t.Errorf("chat_fork = %v", fork)
+			}
+			if ready := h.ready(t, fork["id"]); ready["prefill"] != "second prompt" {
+				t.Errorf("fork ready = %v", ready)
 			}
 			hist := h.call(t, "chat_history", map[string]any{"id": fork["id"]})
 			if msgs, _ := hist["messages"].([]any); len(msgs) != 2 || msgs[0].(map[string]any)["text"] != "first prompt" ||
@@ -580,10 +608,48 @@ func TestChatFlows(t *testing.T) {
 			}
 
 			res := h.call(t, "chat_open", map[string]any{"cwd": h.dir, "bin": h.bin, "env": h.env.Map(), "resume": sid})
+			h.ready(t, res["id"])
 			hist = h.call(t, "chat_history", map[string]any{"id": res["id"]})
 			if msgs, _ := hist["messages"].([]any); len(msgs) != 4 {
 				t.Errorf("resumed history = %v", hist)
 			}
+		}},
+		{"a CLI that never speaks: chat_open answers at once, the chat says what to check", func(t *testing.T, h *chatHarness, path string) {
+			script := filepath.Join(h.dir, "silent-claude")
+			pidFile := filepath.Join(h.dir, "silent.pid")
+			if err := os.WriteFile(script, []byte("#!/bin/sh\necho $$ > "+pidFile+"\nexec sleep 300\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			h.chats.startTimeout = 500 * time.Millisecond
+			res := h.call(t, "chat_open", map[string]any{"cwd": h.dir, "bin": script})
+			if res["state"] != "starting" {
+				t.Fatalf("chat_open = %v", res)
+			}
+			f := h.failed(t, res["id"])
+			for _, want := range []string{"did not start within 500ms", "chat.cmd", script + " --version", ":checkhealth claude"} {
+				if !strings.Contains(fmt.Sprint(f["message"]), want) {
+					t.Errorf("failed = %v, want it to say %q", f, want)
+				}
+			}
+			// The silent process does not outlive the failed start.
+			b, err := os.ReadFile(pidFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+			deadline := time.Now().Add(10 * nvimtest.Slack * time.Second)
+			for syscall.Kill(pid, 0) == nil {
+				if time.Now().After(deadline) {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+					t.Fatalf("the silent CLI (pid %d) still runs", pid)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if list := h.call(t, "chat_list", map[string]any{}); len(list["chats"].([]any)) != 1 ||
+				list["chats"].([]any)[0].(map[string]any)["state"] != "failed" {
+				t.Errorf("chat_list = %v", list)
+			}
+			h.call(t, "chat_close", map[string]any{"id": res["id"]})
 		}},
 		{"two chats side by side", func(t *testing.T, h *chatHarness, path string) {
 			h.api.Script(fakeapi.Reply(fakeapi.Text("Answer one.")).Slow(30*time.Millisecond),
@@ -689,9 +755,10 @@ func TestChatFlows(t *testing.T) {
 			if _, err := h.try("chat_send", map[string]any{"id": id, "text": "x"}); err == nil {
 				t.Errorf("send to a closed chat succeeded")
 			}
-			_, err := h.try("chat_open", map[string]any{"cwd": h.dir, "bin": filepath.Join(h.dir, "no-such-claude")})
-			if err == nil || !strings.Contains(err.Error(), "not found") {
-				t.Errorf("missing CLI: %v", err)
+			// A missing CLI: the chat opens, and says what to check.
+			res := h.call(t, "chat_open", map[string]any{"cwd": h.dir, "bin": filepath.Join(h.dir, "no-such-claude")})
+			if f := h.failed(t, res["id"]); !strings.Contains(fmt.Sprint(f["message"]), "not found") || !strings.Contains(fmt.Sprint(f["message"]), "chat.cmd") {
+				t.Errorf("missing CLI: %v", f)
 			}
 		}},
 	}

@@ -85,8 +85,10 @@ type App struct {
 	// single-session hand-over) must not queue their snapshots in the
 	// other order, which left Lua listing a CLI that was gone.
 	clientsMu sync.Mutex
-	stop      chan struct{}  // closed by Close
-	wg        sync.WaitGroup // pump
+	stop      chan struct{}   // closed by Close
+	ctx       context.Context // cancelled by Close: ends request_async calls
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup // pump, hand-overs, request_async calls
 
 	features []host.Feature
 	hooks    []host.Hooks // features[i].Hooks(), asked once
@@ -127,6 +129,7 @@ func New(opts Options) *App {
 		stop:      make(chan struct{}),
 		ws:        workspace.New(),
 	}
+	a.ctx, a.cancel = context.WithCancel(context.Background())
 	if opts.Features != nil {
 		a.features = opts.Features(a)
 	}
@@ -153,6 +156,9 @@ func (a *App) Register(r Registrar) error {
 	nots := map[string]host.LuaNotification{
 		"cwd_changed": host.Notification(a.log, "cwd_changed", a.handleCwdChanged),
 	}
+	// request_async runs any request off Neovim's main loop: Lua goes on at
+	// once and hears the answer as a "reply" event (server.request_async).
+	nots["request_async"] = host.Notification(a.log, "request_async", func(p asyncParams) { a.runAsync(reqs, p) })
 	for i, f := range a.features {
 		for name, h := range a.hooks[i].LuaRequests {
 			if _, dup := reqs[name]; dup {
@@ -204,6 +210,57 @@ func (a *App) singleSession() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.opts != nil && a.opts.SingleSession
+}
+
+// asyncParams are request_async's parameters: a request by name, and the
+// number Lua matches the reply by.
+type asyncParams struct {
+	ID     int64           `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
+// asyncTimeout bounds a request made with request_async.
+const asyncTimeout = 2 * time.Minute
+
+// runAsync runs request p.Method on a goroutine the App owns (Close
+// cancels it and waits) and queues its answer as a "reply" event, so that
+// no request that waits for a CLI holds Neovim's main loop.
+func (a *App) runAsync(reqs map[string]host.LuaRequest, p asyncParams) {
+	reply := func(result any, err error) {
+		d := map[string]any{"id": p.ID, "method": p.Method}
+		if err != nil {
+			d["error"] = err.Error()
+		} else {
+			d["result"] = result
+		}
+		// A reply is never dropped (Lua waits for it): it waits for room
+		// in the queue, or for the App to close.
+		select {
+		case a.events <- event{name: "reply", data: d}:
+		case <-a.stop:
+		}
+	}
+	h := reqs[p.Method]
+	if h == nil || p.Method == "request_async" {
+		reply(nil, fmt.Errorf("no request %q", p.Method))
+		return
+	}
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		reply(nil, errors.New("nvim-claude is shutting down"))
+		return
+	}
+	a.wg.Add(1)
+	a.mu.Unlock()
+	go func() {
+		defer a.wg.Done()
+		ctx, cancel := context.WithTimeout(a.ctx, asyncTimeout)
+		defer cancel()
+		res, err := h(ctx, p.Params)
+		reply(res, err)
+	}()
 }
 
 // StartParams is what Lua sends with "start".
@@ -518,6 +575,7 @@ func (a *App) Close() error {
 	}
 	a.closed = true
 	a.mu.Unlock()
+	a.cancel() // request_async calls end
 	err := a.StopServer()
 	for _, h := range a.hooks {
 		if h.Close != nil {

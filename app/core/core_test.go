@@ -3,10 +3,13 @@ package core
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/nvim-claude/nvim-claude/app/host"
 )
@@ -38,13 +41,19 @@ func (f *optionsFeature) last() (host.Options, int) {
 // registrar keeps the handlers Register installs.
 type registrar struct {
 	reqs map[string]func(context.Context, json.RawMessage) (any, error)
+	nots map[string]func(json.RawMessage)
 }
 
 func (r *registrar) HandleRequest(m string, h func(context.Context, json.RawMessage) (any, error)) error {
 	r.reqs[m] = h
 	return nil
 }
-func (r *registrar) HandleNotification(string, func(json.RawMessage)) error { return nil }
+func (r *registrar) HandleNotification(m string, h func(json.RawMessage)) error {
+	if r.nots != nil {
+		r.nots[m] = h
+	}
+	return nil
+}
 
 // The options come from Lua through the "options" request, before the
 // server may start, and again whenever setup() runs: each reaches every
@@ -96,4 +105,107 @@ func TestOptionsReachFeaturesBeforeAndWhileRunning(t *testing.T) {
 	if _, n := f.last(); n != 2 {
 		t.Fatal("a refused options request reached the features")
 	}
+}
+
+// emitter records the events the pump delivers.
+type emitter struct {
+	mu  sync.Mutex
+	evs []map[string]any
+	got chan struct{}
+}
+
+func (e *emitter) Emit(_ context.Context, name string, data any) error {
+	b, _ := json.Marshal(data)
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	m["_event"] = name
+	e.mu.Lock()
+	e.evs = append(e.evs, m)
+	e.mu.Unlock()
+	select {
+	case e.got <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// reply waits for the "reply" event with id.
+func (e *emitter) reply(t *testing.T, id float64) map[string]any {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		e.mu.Lock()
+		for _, m := range e.evs {
+			if m["_event"] == "reply" && m["id"] == id {
+				e.mu.Unlock()
+				return m
+			}
+		}
+		e.mu.Unlock()
+		select {
+		case <-e.got:
+		case <-deadline:
+			t.Fatalf("no reply %v", id)
+		}
+	}
+}
+
+// request_async runs a request off Neovim's main loop: the notification
+// returns at once and the answer (or the error) comes as a "reply" event
+// with Lua's id; a request that waits is cancelled when the App closes.
+func TestRequestAsync(t *testing.T) {
+	ed := &emitter{got: make(chan struct{}, 1)}
+	block := make(chan struct{})
+	slow := &slowFeature{block: block}
+	a := New(Options{Editor: ed, Features: func(host.Host) []host.Feature { return []host.Feature{slow} }})
+	r := &registrar{reqs: map[string]func(context.Context, json.RawMessage) (any, error){}, nots: map[string]func(json.RawMessage){}}
+	if err := a.Register(r); err != nil {
+		t.Fatal(err)
+	}
+	async := r.nots["request_async"]
+	async(json.RawMessage(`{"id":1,"method":"status","params":{}}`))
+	if m := ed.reply(t, 1); m["error"] != nil || m["result"].(map[string]any)["running"] != false {
+		t.Errorf("status reply %v", m)
+	}
+	async(json.RawMessage(`{"id":2,"method":"no_such_thing"}`))
+	if m := ed.reply(t, 2); !strings.Contains(fmt.Sprint(m["error"]), `no request "no_such_thing"`) {
+		t.Errorf("unknown method reply %v", m)
+	}
+	async(json.RawMessage(`{"id":3,"method":"wait"}`)) // returns at once though the handler waits
+	<-slow.started
+	done := make(chan struct{})
+	go func() { _ = a.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close waited for a request that waits for ever")
+	}
+	if !slow.cancelled.Load() {
+		t.Error("the waiting request's context was not cancelled")
+	}
+}
+
+// slowFeature has a request that waits until its context ends.
+type slowFeature struct {
+	block     chan struct{}
+	started   chan struct{}
+	cancelled atomic.Bool
+	once      sync.Once
+}
+
+func (f *slowFeature) Name() string { return "slow" }
+func (f *slowFeature) Hooks() host.Hooks {
+	f.once.Do(func() { f.started = make(chan struct{}) })
+	return host.Hooks{LuaRequests: map[string]host.LuaRequest{
+		"wait": func(ctx context.Context, _ json.RawMessage) (any, error) {
+			close(f.started)
+			select {
+			case <-ctx.Done():
+				f.cancelled.Store(true)
+				return nil, ctx.Err()
+			case <-f.block:
+				return nil, nil
+			}
+		},
+	}}
 }

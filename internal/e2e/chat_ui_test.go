@@ -28,16 +28,30 @@ require("claude.server").request = function(m, p)
   table.insert(_G.reqs, { m = m, p = p })
   if _G.stub[m] then return _G.stub[m](p) end
   if m == "chat_open" or m == "chat_fork" then
+    -- As the host answers: the chat is starting; "ready" follows once its
+    -- CLI runs.
     n = n + 1
-    return { id = tostring(n), cwd = vim.fn.getcwd(), mode = "default", model = "default",
-      models = { { value = "default", display_name = "Default" }, { value = "sonnet", display_name = "Sonnet", description = "fast" } },
-      commands = { { name = "compact", description = "Free up context" }, { name = "cost", description = "Show cost" } },
-      prefill = m == "chat_fork" and "the forked prompt" or nil }
+    local id = tostring(n)
+    vim.schedule(function()
+      local chat = require("claude.chat")
+      chat._on_event("ready", { id = id, mode = "default", model = "default",
+        models = { { value = "default", display_name = "Default" }, { value = "sonnet", display_name = "Sonnet", description = "fast" } },
+        commands = { { name = "compact", description = "Free up context" }, { name = "cost", description = "Show cost" } },
+        prefill = m == "chat_fork" and "the forked prompt" or nil })
+      chat._on_event("status", { id = id, state = "idle", mode = "default", model = "default", cost_usd = 0 })
+    end)
+    return { id = id, cwd = vim.fn.getcwd(), mode = "default", model = "default", state = "starting", models = {}, commands = {} }
   end
   if m == "chat_set_mode" then return { mode = p.mode } end
   if m == "chat_set_model" then return { model = p.model } end
   if m == "chat_send" then return { uuid = "u" .. #_G.reqs } end
   return {}
+end
+-- Requests that wait on the CLI go through request_async; the stub answers
+-- at once (the UI's part is what it does with the answer).
+require("claude.server").request_async = function(m, p, cb)
+  local res, err = require("claude.server").request(m, p)
+  cb(res, err)
 end
 vim.ui.input = function(o, cb) cb(table.remove(_G.inputs, 1)) end
 vim.ui.select = function(items, o, cb)
@@ -137,6 +151,7 @@ func (c *chatUI) open(t *testing.T) {
 	if !ok {
 		t.Fatalf(":ClaudeChat opened no chat; notes %v", c.notes(t))
 	}
+	c.WaitFor(t, 5*time.Second, `require("claude.chat").get("1").state == "idle"`, `return require("claude.chat").get("1").state`, "the chat's CLI to start")
 }
 
 func jsonEq(t *testing.T, got any, want string) {
@@ -200,6 +215,8 @@ return { cur = vim.api.nvim_buf_get_name(0), ft = vim.bo[chat.tbuf].filetype, wi
 	if n := len(c.reqs(t, "chat_open")); n != 2 {
 		t.Errorf(":ClaudeChat! made %d chat_open requests in all, want 2", n)
 	}
+	// The prompt goes once the chat's CLI has started.
+	c.WaitFor(t, 5*time.Second, `(function() for _, r in ipairs(_G.reqs) do if r.m == "chat_send" then return true end end end)()`, `return _G.reqs`, "the prompt to be sent")
 	if p := c.lastReq(t, "chat_send"); p["id"] != "2" || p["text"] != "second prompt" {
 		t.Errorf(":ClaudeChat! prompt sent as %v", p)
 	}
@@ -285,7 +302,10 @@ func TestChatUIEarlyEventsAndTwoChats(t *testing.T) {
 	c.Exec(t, `_G.stub.chat_open = function(p)
   require("claude.chat")._on_event("status", { id = "1", state = "starting", mode = "default", model = "opus", cost_usd = 0 })
   require("claude.chat")._on_event("system", { id = "1", level = "info", text = "early bird" })
-  return { id = "1", cwd = p.cwd, mode = "default", model = "default", models = {}, commands = {} }
+  vim.schedule(function()
+    require("claude.chat")._on_event("ready", { id = "1", models = {}, commands = {} })
+  end)
+  return { id = "1", cwd = p.cwd, mode = "default", model = "default", state = "starting", models = {}, commands = {} }
 end`)
 	c.open(t)
 	if got := c.transcript(t, "1"); got != "> ℹ early bird" {

@@ -19,6 +19,18 @@ local state = {
 }
 local augroup
 
+-- Callbacks of request_async calls waiting for their "reply" event, by id.
+local H = { async = {}, async_seq = 0 }
+
+--- Fails every request_async still waiting (the host is gone).
+function H.fail_async(msg)
+  local waiting = H.async
+  H.async = {}
+  for _, w in pairs(waiting) do
+    pcall(w.cb, nil, msg)
+  end
+end
+
 local function reset()
   for _, mod in ipairs(M.features) do
     local m = package.loaded[mod]
@@ -32,6 +44,9 @@ local function reset()
   state.lock_file = nil
   state.clients = {}
   state.stderr = {}
+  vim.schedule(function()
+    H.fail_async("nvim-claude: the Go host stopped before it answered")
+  end)
 end
 
 local function remove_lock()
@@ -147,6 +162,30 @@ function M.request(method, params)
   return vim.json.decode(res)
 end
 
+--- Sends a request to the Go host without waiting: the host runs it off
+--- Neovim's main loop and cb(result) or cb(nil, message) runs when its
+--- answer comes (a "reply" event). For every request that may wait on a
+--- Claude CLI: no user action waits for a CLI on the main loop.
+---@param method string
+---@param params table?
+---@param cb fun(result: any, err: string?)
+function M.request_async(method, params, cb)
+  local chan, err = M.ensure_job()
+  if not chan then
+    cb(nil, err)
+    return
+  end
+  H.async_seq = H.async_seq + 1
+  local id = H.async_seq
+  H.async[id] = { cb = cb, method = method }
+  local payload = vim.json.encode({ id = id, method = method, params = params == nil and vim.empty_dict() or params })
+  local ok, e = pcall(vim.fn.rpcnotify, chan, "request_async", payload)
+  if not ok then
+    H.async[id] = nil
+    cb(nil, "nvim-claude: " .. tostring(e))
+  end
+end
+
 --- Sends a notification to the Go host if it runs (never starts it).
 function M.notify(method, params)
   if not state.chan then
@@ -248,7 +287,18 @@ function M.on_event(name, data)
     end
     return
   end
-  if name == "clients" then
+  if name == "reply" then
+    local w = H.async[data.id]
+    H.async[data.id] = nil
+    if w then
+      local err = data.error
+      if err ~= nil and err ~= vim.NIL then
+        w.cb(nil, "nvim-claude: " .. tostring(err))
+      else
+        w.cb(data.result ~= vim.NIL and data.result or nil)
+      end
+    end
+  elseif name == "clients" then
     state.clients = data.clients or {}
   elseif name == "connected" then
     util.emit("ClaudeConnected", data)

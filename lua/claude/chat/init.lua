@@ -127,7 +127,7 @@ end
 
 -- Header ----------------------------------------------------------------------
 
-local STATE = { running = "● running", idle = "○ idle", starting = "… starting", exited = "✗ exited" }
+local STATE = { running = "● running", idle = "○ idle", starting = "… starting", exited = "✗ exited", failed = "✗ did not start" }
 
 local function kilo(n)
   if n >= 1000000 then
@@ -372,23 +372,41 @@ end
 --- Cycles default → acceptEdits → plan → default.
 function M.cycle_mode(chat)
   local next_mode = M.MODES[1]
+  local from = chat.mode_asked or chat.mode
   for i, m in ipairs(M.MODES) do
-    if m == chat.mode then
+    if m == from then
       next_mode = M.MODES[i % #M.MODES + 1]
     end
   end
   return M.set_mode(chat, next_mode)
 end
 
+--- Asks the CLI for another permission mode. The answer comes later (the
+--- CLI is never waited for on the main loop); the header shows the mode
+--- the CLI reports.
 function M.set_mode(chat, mode)
-  local res, err = require("claude.server").request("chat_set_mode", { id = chat.id, mode = mode })
-  if not res then
-    notify(err or "nvim-claude: chat_set_mode: no answer", vim.log.levels.ERROR)
-    return
+  chat.mode_asked = mode -- a second <S-Tab> before the answer goes on from here
+  if chat.state == "starting" then
+    M.when_ready(chat, function()
+      if chat.mode_asked == mode then
+        M.set_mode(chat, mode)
+      end
+    end)
+    refresh_header(chat)
+    return mode
   end
-  chat.mode = res.mode or mode
-  refresh_header(chat)
-  return chat.mode
+  require("claude.server").request_async("chat_set_mode", { id = chat.id, mode = mode }, function(res, err)
+    if chat.mode_asked == mode then
+      chat.mode_asked = nil
+    end
+    if not res then
+      notify(err or "nvim-claude: the chat's CLI did not change the mode", vim.log.levels.ERROR)
+      return
+    end
+    chat.mode = res.mode or mode
+    refresh_header(chat)
+  end)
+  return mode
 end
 
 --- Picks the model from the CLI's list.
@@ -407,27 +425,40 @@ function M.pick_model(chat)
     if not m then
       return
     end
-    local res, err = require("claude.server").request("chat_set_model", { id = chat.id, model = m.value })
-    if not res then
-      notify(err or "nvim-claude: chat_set_model: no answer", vim.log.levels.ERROR)
-      return
-    end
-    chat.model = res.model or m.value
-    refresh_header(chat)
+    require("claude.server").request_async("chat_set_model", { id = chat.id, model = m.value }, function(res, err)
+      if not res then
+        notify(err or "nvim-claude: the chat's CLI did not change the model", vim.log.levels.ERROR)
+        return
+      end
+      chat.model = res.model or m.value
+      refresh_header(chat)
+    end)
   end)
 end
 
 function M.interrupt(chat)
-  local res, err = require("claude.server").request("chat_interrupt", { id = chat.id })
-  if not res and err then
-    notify(err, vim.log.levels.ERROR)
+  require("claude.server").request_async("chat_interrupt", { id = chat.id }, function(res, err)
+    if not res and err then
+      notify(err, vim.log.levels.ERROR)
+    end
+  end)
+end
+
+--- Runs fn(ready_event) once the chat's CLI has started (at once when it
+--- has): chat_open answers before the CLI runs, so that opening a chat
+--- never waits for the CLI.
+function M.when_ready(chat, fn)
+  if chat.state == "starting" then
+    table.insert(chat.on_ready, fn)
+  elseif chat.state ~= "failed" then
+    fn({})
   end
 end
 
 -- resume starts a new CLI on the chat's session and moves the chat (its
 -- buffers and what they show) to it.
 function M.resume(chat)
-  if chat.state ~= "exited" then
+  if chat.state ~= "exited" and chat.state ~= "failed" then
     notify("nvim-claude: this chat is still running")
     return
   end
@@ -456,11 +487,10 @@ function M.resume(chat)
   end
   chat.id = tostring(res.id)
   chats[chat.id] = chat
-  chat.state = "idle"
+  chat.state = res.state or "idle"
+  chat.on_ready = {}
   chat.mode = res.mode or chat.mode
   chat.model = res.model or chat.model
-  chat.models = res.models or chat.models
-  chat.commands = res.commands or chat.commands
   M.ensure_prompt(chat)
   vim.b[chat.tbuf].claude_chat = chat.id
   vim.b[chat.pbuf].claude_chat_prompt = chat.id
@@ -650,7 +680,8 @@ function M._adopt(res)
     session_id = res.session_id ~= vim.NIL and res.session_id or nil,
     models = res.models or {},
     commands = res.commands or {},
-    state = "idle",
+    state = res.state or "idle",
+    on_ready = {},
     cost = 0,
     users = {},
     tools = {},
@@ -758,12 +789,16 @@ function M.open(o)
     end
     chat = M._adopt(res)
     if o.resume then
-      sessions.load_history(chat)
+      M.when_ready(chat, function()
+        sessions.load_history(chat)
+      end)
     end
   end
   M.show(chat, true)
   if o.prompt and vim.trim(o.prompt) ~= "" then
-    prompt.send(chat, o.prompt)
+    M.when_ready(chat, function()
+      prompt.send(chat, o.prompt)
+    end)
   end
   return chat
 end
@@ -878,6 +913,30 @@ function M._dispatch(chat, event, d)
     end
     if d.context_window ~= nil and d.context_window ~= vim.NIL then
       chat.context_window = d.context_window
+    end
+  elseif event == "ready" then
+    if chat.state == "starting" then
+      chat.state = "idle" -- the status event that follows says so too
+    end
+    chat.models = d.models or chat.models
+    chat.commands = d.commands or chat.commands
+    if d.session_id ~= nil and d.session_id ~= vim.NIL then
+      chat.session_id = d.session_id
+    end
+    local waiting = chat.on_ready or {}
+    chat.on_ready = {}
+    for _, fn in ipairs(waiting) do
+      local ok, err = pcall(fn, d)
+      if not ok then
+        notify("nvim-claude: " .. tostring(err), vim.log.levels.ERROR)
+      end
+    end
+  elseif event == "failed" then
+    chat.state = "failed"
+    chat.on_ready = {}
+    render.system(chat, { level = "error", text = tostring(d.message) })
+    if not M.visible(chat) then
+      util.notify("nvim-claude: chat " .. chat.id .. ": " .. tostring(d.message), vim.log.levels.ERROR)
     end
   elseif event == "user" then
     render.user(chat, d)

@@ -221,6 +221,25 @@ function M.send(chat, text)
     notify("nvim-claude: this chat's CLI has exited; press " .. tostring(opts().keys.resume) .. " in the transcript to resume it", vim.log.levels.WARN)
     return false
   end
+  if chat.state == "failed" then
+    notify("nvim-claude: this chat's CLI did not start (its transcript says why); :ClaudeChat! opens a new one", vim.log.levels.WARN)
+    return false
+  end
+  if chat.state == "starting" then
+    -- Sent as soon as the chat's CLI runs (the prompt empties now, as
+    -- for any send; the attachments go with it then).
+    chats().when_ready(chat, function()
+      M.send(chat, text)
+    end)
+    if trimmed ~= "" then
+      remember(trimmed)
+    end
+    if from_buffer then
+      set_text(chat, "")
+    end
+    require("claude.chat.render").append(chat, { "> … sent when Claude has started" }, "0", "ClaudeChatMeta")
+    return true
+  end
   local params = { id = chat.id, text = trimmed }
   if #atts > 0 then
     params.attachments = atts

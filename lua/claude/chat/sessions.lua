@@ -262,11 +262,13 @@ function M.fork(chat)
     return
   end
   local new = main._adopt(res)
-  M.load_history(new)
   main.show(new, true)
-  if res.prefill and res.prefill ~= vim.NIL then
-    require("claude.chat.prompt").set_text(new, res.prefill)
-  end
+  main.when_ready(new, function(d)
+    M.load_history(new)
+    if d.prefill and d.prefill ~= vim.NIL then
+      require("claude.chat.prompt").set_text(new, d.prefill)
+    end
+  end)
   return new
 end
 
