@@ -340,19 +340,16 @@ func (ch *chatProc) handlePermission(ctx context.Context, a permParams) (any, er
 		}
 		err = ch.finish(p, "deny", "user", func(s *chat.Session) error { return s.Deny(p.req.RequestID, msg) })
 	case p.kind == "plan":
-		var perms []chat.PermissionUpdate
-		newMode := "default"
+		// The approval sets the mode the user chose in the CLI itself:
+		// on a plain allow the CLI goes back to the mode it had before
+		// plan (acceptEdits, say), which is not what ga ("default") says.
+		// The header then shows the mode the CLI reports.
+		mode := "default"
 		if a.AcceptPlanMode == "acceptEdits" {
-			perms = []chat.PermissionUpdate{{Type: "setMode", Mode: "acceptEdits", Destination: "session"}}
-			newMode = "acceptEdits"
+			mode = "acceptEdits"
 		}
+		perms := []chat.PermissionUpdate{{Type: "setMode", Mode: mode, Destination: "session"}}
 		err = ch.finish(p, "allow", "user", func(s *chat.Session) error { return s.Allow(p.req.RequestID, rawOrEmpty(p.req.Input), perms) })
-		if err == nil {
-			ch.mu.Lock()
-			ch.mode = newMode
-			ch.mu.Unlock()
-			ch.pushStatus()
-		}
 	case p.kind == "question":
 		var m map[string]any
 		if json.Unmarshal(p.req.Input, &m) != nil || m == nil {

@@ -772,3 +772,55 @@ func TestChatFlows(t *testing.T) {
 
 // testPNG is a 1×1 PNG.
 const testPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+
+// Approving a plan with ga ("default") must leave the CLI in default
+// mode, whatever mode it had before plan: the model's next Edit asks. (CLI
+// 2.1.331 restores the mode from before plan on a plain allow: from
+// default → acceptEdits → plan, ga used to leave acceptEdits, and the Edit
+// was written with no prompt.) gA (acceptEdits) lets it through.
+func TestChatPlanApprovalSetsTheChosenMode(t *testing.T) {
+	for _, tt := range []struct {
+		name, accept string
+		asks         bool
+	}{
+		{"ga: default, the edit asks", "default", true},
+		{"gA: acceptEdits, the edit is written", "acceptEdits", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := startChatHarness(t)
+			path := filepath.Join(h.dir, "main.txt")
+			edit := fakeapi.ToolUse("Edit", map[string]any{"file_path": path, "old_string": "three", "new_string": "THREE"})
+			h.api.Script(
+				fakeapi.Reply(fakeapi.ToolUse("Read", map[string]any{"file_path": path})),
+				fakeapi.Reply(fakeapi.ToolUse("ExitPlanMode", map[string]any{"plan": "1. Capitalise three."})),
+				fakeapi.Reply(edit),
+				fakeapi.Reply(fakeapi.Text("Done.")),
+			)
+			id := h.open(t, nil)
+			// As <S-Tab> twice: default → acceptEdits → plan.
+			h.call(t, "chat_set_mode", map[string]any{"id": id, "mode": "acceptEdits"})
+			h.call(t, "chat_set_mode", map[string]any{"id": id, "mode": "plan"})
+			h.call(t, "chat_send", map[string]any{"id": id, "text": "capitalise three"})
+			plan := h.rec.wait(t, 1, "permission", func(d map[string]any) bool { return d["kind"] == "plan" })
+			h.call(t, "chat_permission", map[string]any{"id": id, "request_id": plan["request_id"], "behavior": "allow",
+				"accept_plan_mode": tt.accept})
+			if tt.asks {
+				perm := h.rec.wait(t, 1, "permission", func(d map[string]any) bool { return d["kind"] == "edit" })
+				h.call(t, "chat_permission", map[string]any{"id": id, "request_id": perm["request_id"], "behavior": "deny"})
+			}
+			h.rec.wait(t, 1, "turn_done", nil)
+			wantFile := diffMainText
+			if !tt.asks {
+				wantFile = strings.Replace(diffMainText, "three", "THREE", 1)
+			}
+			if got := h.file(t); got != wantFile {
+				t.Errorf("file = %q, want %q", got, wantFile)
+			}
+			// The header shows the CLI's mode: the last status says it.
+			sts := h.rec.events("status")
+			if last := sts[len(sts)-1]; last["mode"] != tt.accept {
+				t.Errorf("last status %v, want mode %s", last, tt.accept)
+			}
+		})
+	}
+}
