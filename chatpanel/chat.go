@@ -517,11 +517,32 @@ type chatProc struct {
 	lastSent  string
 	sent      []string // user message uuids in send order
 	forkCut   string   // a fork's rewind target: history stops before it
-	streamed  map[string]bool
+	// interrupted: this turn was interrupted and the user was told so.
+	interrupted bool
+	streamed    map[string]bool
 	// checkpoints: each file's contents before the first edit of a turn.
 	checkpoints []checkpoint
 	cpSeen      map[string]bool // turn uuid + "\x00" + path
 	toolUses    map[string]toolUse
+}
+
+// noteInterrupted tells the user the turn was interrupted, once a turn.
+func (ch *chatProc) noteInterrupted() {
+	ch.mu.Lock()
+	said := ch.interrupted
+	ch.interrupted = true
+	ch.mu.Unlock()
+	if !said {
+		ch.system("info", "Interrupted.")
+	}
+}
+
+// wasInterrupted reports whether this turn was interrupted (forgotten
+// when the next turn starts).
+func (ch *chatProc) wasInterrupted() bool {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	return ch.interrupted
 }
 
 // toolUse is what a tool result needs to know of its call.
@@ -712,12 +733,21 @@ func (ch *chatProc) onEvent(ev chat.Event) {
 		}
 	case chat.UserEvent:
 		if strings.HasPrefix(e.Text, "[Request interrupted by user") {
-			ch.system("info", "Interrupted.")
+			ch.noteInterrupted()
 		}
 	case chat.ResultEvent:
+		// An interrupted turn ends as an error ("aborted_streaming"): the
+		// user hears "Interrupted." once, and no error line.
+		interrupted := ch.wasInterrupted() || strings.HasPrefix(e.TerminalReason, "aborted")
+		if interrupted {
+			ch.noteInterrupted() // the CLI's "[Request interrupted…" may come after
+		}
 		ch.mu.Lock()
 		ch.toolUses = map[string]toolUse{} // a turn's results come before its end
 		ch.state = "idle"
+		// The CLI reports the session's running total; a turn's own cost
+		// is the difference.
+		turnCost := max(e.CostUSD-ch.cost, 0)
 		ch.cost = e.CostUSD
 		if e.ContextWindow > 0 {
 			ch.ctxWindow = e.ContextWindow
@@ -729,8 +759,9 @@ func (ch *chatProc) onEvent(ev chat.Event) {
 			ch.sessionID = e.SessionID
 		}
 		ch.mu.Unlock()
-		ch.push("turn_done", map[string]any{"is_error": e.IsError, "subtype": e.Subtype, "terminal_reason": e.TerminalReason,
-			"result": e.Result, "cost_usd": e.CostUSD, "duration_ms": e.DurationMS})
+		ch.push("turn_done", map[string]any{"is_error": e.IsError && !interrupted, "interrupted": interrupted,
+			"subtype": e.Subtype, "terminal_reason": e.TerminalReason, "result": e.Result,
+			"cost_usd": turnCost, "session_cost_usd": e.CostUSD, "duration_ms": e.DurationMS})
 		ch.push("file_changed", map[string]any{"paths": []string{}, "all": true})
 		ch.pushStatus()
 	case chat.SystemEvent:
@@ -743,6 +774,7 @@ func (ch *chatProc) onEvent(ev chat.Event) {
 		if e.State == "started" {
 			ch.mu.Lock()
 			ch.turnUUID = e.UUID
+			ch.interrupted = false
 			changed := ch.state != "running"
 			ch.state = "running"
 			ch.mu.Unlock()

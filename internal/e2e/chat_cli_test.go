@@ -298,14 +298,60 @@ func TestChatCLIInterrupt(t *testing.T) {
 	s.focus(t, "1", "p")
 	s.feed(t, "<C-c>")
 	s.waitTurns(t, 1)
-	var errTurn bool
-	s.Eval(t, `for _, e in ipairs(_G.events) do if e.name == "ClaudeChatTurnDone" then return e.data.is_error end end`, &errTurn)
-	if !errTurn {
-		t.Errorf("the interrupted turn did not end as an error: %v", s.notes(t))
+	var interrupted bool
+	s.Eval(t, `for _, e in ipairs(_G.events) do if e.name == "ClaudeChatTurnDone" then return e.data.interrupted end end`, &interrupted)
+	if !interrupted {
+		t.Errorf("the interrupted turn's ClaudeChatTurnDone does not say interrupted: %v", s.notes(t))
+	}
+	// The transcript says "Interrupted" once, as information: no error
+	// line and no internal words (it said "✗ turn ended: aborted_streaming").
+	var lines []string
+	s.Eval(t, `return vim.api.nvim_buf_get_lines(require("claude.chat").get("1").tbuf, 0, -1, false)`, &lines)
+	all := strings.Join(lines, "\n")
+	if strings.Count(all, "Interrupted") != 1 || strings.Contains(all, "✗") || strings.Contains(all, "aborted") {
+		t.Errorf("the interrupted turn reads:\n%s", all)
 	}
 	s.send(t, "1", "and now?")
 	s.waitTranscript(t, "1", "Second answer.")
 	s.waitTurns(t, 2)
+}
+
+// Each turn's "─ done" line shows that turn's cost, not the session's
+// running total (the header shows the session's).
+func TestChatCLITurnCost(t *testing.T) {
+	s := startChatSession(t, nil, "")
+	s.api.Script(fakeapi.Reply(fakeapi.Text("One.")), fakeapi.Reply(fakeapi.Text("Two.")))
+	s.send(t, "1", "first")
+	s.waitTurns(t, 1)
+	s.send(t, "1", "second")
+	s.waitTurns(t, 2)
+	var r struct {
+		Lines  []string  `json:"lines"`
+		Costs  []float64 `json:"costs"`
+		Header string    `json:"header"`
+	}
+	s.Eval(t, `local c = require("claude.chat").get("1")
+local costs = {}
+for _, e in ipairs(_G.events) do if e.name == "ClaudeChatTurnDone" then table.insert(costs, e.data.cost_usd) end end
+return { lines = vim.api.nvim_buf_get_lines(c.tbuf, 0, -1, false), costs = costs, header = require("claude.chat").header(c) }`, &r)
+	var done []string
+	for _, l := range r.Lines {
+		if strings.HasPrefix(l, "─ done") {
+			done = append(done, l)
+		}
+	}
+	if len(done) != 2 || len(r.Costs) != 2 {
+		t.Fatalf("done lines %q, costs %v", done, r.Costs)
+	}
+	// The two turns cost about the same (the second carries a little more
+	// context), not the second the total of both; each done line shows its
+	// turn's, and the header the session's total.
+	if r.Costs[0] <= 0 || r.Costs[1] > 1.5*r.Costs[0] || !strings.HasSuffix(done[1], fmt.Sprintf("$%.4f", r.Costs[1])) {
+		t.Errorf("turn costs %v, done lines %q", r.Costs, done)
+	}
+	if total := fmt.Sprintf("$%.4f", r.Costs[0]+r.Costs[1]); !strings.Contains(r.Header, total) {
+		t.Errorf("header %q lacks the session total %s", r.Header, total)
+	}
 }
 
 func TestChatCLIResumeAndFork(t *testing.T) {

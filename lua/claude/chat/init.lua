@@ -959,8 +959,8 @@ function M._dispatch(chat, event, d)
     chat.todos = d.todos or {}
     show_todos(chat)
   elseif event == "turn_done" then
-    if type(d.cost_usd) == "number" then
-      chat.cost = d.cost_usd
+    if type(d.session_cost_usd) == "number" then
+      chat.cost = d.session_cost_usd
     end
     render.turn_done(chat, d)
     util.emit("ClaudeChatTurnDone", d)

@@ -316,6 +316,9 @@ end
 
 function M.turn_done(chat, d)
   chat.r.in_turn = false
+  if d.interrupted == true then
+    return -- "Interrupted." said it
+  end
   if d.is_error then
     local why = d.terminal_reason and d.terminal_reason ~= vim.NIL and d.terminal_reason or d.subtype or "error"
     local text = "> ✗ turn ended: " .. tostring(why)
