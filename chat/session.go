@@ -634,10 +634,20 @@ func (s *Session) SetMode(ctx context.Context, mode string) error {
 }
 
 // SetModel changes the model (not validated by the CLI: validate against
-// Init().Models first).
-func (s *Session) SetModel(ctx context.Context, model string) error {
-	_, err := s.Request(ctx, "set_model", map[string]any{"model": model})
-	return err
+// Init().Models first) and returns the model the CLI reports it now uses
+// (the alias resolved: "sonnet" -> "claude-sonnet-5-5").
+func (s *Session) SetModel(ctx context.Context, model string) (string, error) {
+	resp, err := s.Request(ctx, "set_model", map[string]any{"model": model})
+	if err != nil {
+		return "", err
+	}
+	var r struct {
+		Model string `json:"model"`
+	}
+	if json.Unmarshal(resp, &r) == nil && r.Model != "" {
+		return r.Model, nil
+	}
+	return model, nil
 }
 
 // Close ends the session: end_session, then stdin closed, then the process

@@ -1136,14 +1136,16 @@ func (ch *chatProc) handleSetModel(ctx context.Context, p modelParams) (any, err
 	if !ok {
 		return nil, fmt.Errorf("chat_set_model: unknown model %q (known: %s)", p.Model, strings.Join(known, ", "))
 	}
-	if err := sess.SetModel(ctx, p.Model); err != nil {
+	now, err := sess.SetModel(ctx, p.Model)
+	if err != nil {
 		return nil, fmt.Errorf("chat_set_model: %w", err)
 	}
+	// The header shows the model the CLI reports, not the alias asked for.
 	ch.mu.Lock()
-	ch.model = p.Model
+	ch.model = now
 	ch.mu.Unlock()
 	ch.pushStatus()
-	return map[string]any{"model": p.Model}, nil
+	return map[string]any{"model": now}, nil
 }
 
 // sendParams are chat_send's parameters.

@@ -545,9 +545,13 @@ func TestChatFlows(t *testing.T) {
 			if _, err := h.try("chat_set_model", map[string]any{"id": id, "model": "nope-model"}); err == nil || !strings.Contains(err.Error(), "unknown model") {
 				t.Errorf("unknown model: %v", err)
 			}
-			if res := h.call(t, "chat_set_model", map[string]any{"id": id, "model": "sonnet"}); res["model"] != "sonnet" {
+			// The answer (and the header) name the model the CLI reports,
+			// not the alias asked for.
+			res := h.call(t, "chat_set_model", map[string]any{"id": id, "model": "sonnet"})
+			if m := fmt.Sprint(res["model"]); !strings.HasPrefix(m, "claude-sonnet") {
 				t.Errorf("chat_set_model = %v", res)
 			}
+			h.rec.wait(t, 1, "status", func(d map[string]any) bool { return d["model"] == res["model"] })
 			h.api.Script(fakeapi.Reply(fakeapi.Text("Sonnet here.")))
 			h.call(t, "chat_send", map[string]any{"id": id, "text": "who?"})
 			h.rec.wait(t, 1, "turn_done", nil)

@@ -78,3 +78,21 @@ return { state = c.state, header = vim.wo[vim.fn.win_findbuf(c.tbuf)[1]].winbar 
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// A chat that cannot open says why in one sentence with one prefix (it
+// read "nvim-claude: chat_open: chat_open: …").
+func TestChatOpenErrorReadsAsOneSentence(t *testing.T) {
+	e := startEditor(t, editorOpts{})
+	var ok bool
+	e.Eval(t, `return vim.fn.has("nvim-0.8") == 1`, &ok)
+	if !ok {
+		t.Skip("the chat needs Neovim 0.8+")
+	}
+	e.Exec(t, captureNotify)
+	e.Exec(t, `require("claude.chat").open({ new = true, cwd = "/nonexistent-dir" })`)
+	killOnCleanup(t, e.hostPID(t))
+	notes := e.notes(t)
+	if len(notes) != 1 || notes[0].Msg != "nvim-claude: could not open a chat: cwd /nonexistent-dir is not a directory" {
+		t.Errorf("notes %+v", notes)
+	}
+}

@@ -1081,3 +1081,35 @@ func TestChatUIPermissionKeyAnswersOnlyThePromptUnderTheCursor(t *testing.T) {
 		t.Fatalf("after ]p: %v, want r1 denied", p)
 	}
 }
+
+// Issue 16, defect 8: an Edit prompt names its file once (in its heading);
+// the prompt's header names both send keys; a narrow transcript window
+// keeps the chat's name in its header and drops the tail.
+func TestChatUIHeadersAndEditPrompt(t *testing.T) {
+	c := startChatUI(t, "")
+	c.open(t)
+	c.ev(t, "permission", `{"id":"1","request_id":"r1","kind":"edit","tool":"Edit","summary":"Edit main.txt","diff":false,
+"input":{"file_path":"/p/main.txt","old_string":"three","new_string":"THREE"}}`)
+	tr := c.transcript(t, "1")
+	if strings.Count(tr, "main.txt") != 1 || !strings.Contains(tr, "Permission: Edit main.txt") {
+		t.Errorf("the edit prompt names its file more than once:\n%s", tr)
+	}
+	var bars struct {
+		Prompt string `json:"prompt"`
+		Narrow string `json:"narrow"`
+	}
+	c.Eval(t, `local chat = require("claude.chat").get("1")
+local pw = vim.fn.win_findbuf(chat.pbuf)[1]
+local tw = vim.fn.win_findbuf(chat.tbuf)[1]
+vim.cmd("vertical resize 24")
+vim.api.nvim_win_set_width(tw, 24)
+require("claude.chat").refresh_header(chat)
+local shown = vim.api.nvim_eval_statusline(vim.wo[tw].winbar, { winid = tw, use_winbar = true, maxwidth = 24 }).str
+return { prompt = vim.wo[pw].winbar, narrow = shown }`, &bars)
+	if !strings.Contains(bars.Prompt, "<C-s>") || !strings.Contains(bars.Prompt, "<CR>") {
+		t.Errorf("prompt header %q names not both send keys", bars.Prompt)
+	}
+	if !strings.HasPrefix(bars.Narrow, "Claude 1") {
+		t.Errorf("narrow header %q lost the chat's name", bars.Narrow)
+	}
+}

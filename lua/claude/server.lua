@@ -154,7 +154,10 @@ function M.request(method, params)
     -- ("Vim:Error invoking …" up to 0.9); the user needs the host's message,
     -- not the channel number.
     local msg = tostring(res):gsub("^Vim:[%w ]-[Ii]nvoking '[^']*' on channel %d+:%s*", "")
-    return nil, "nvim-claude: " .. method .. ": " .. msg
+    -- One prefix and a sentence: the host's message names its request
+    -- only where that helps ("start: …"), never twice.
+    msg = msg:gsub("^" .. vim.pesc(method) .. ": ", "")
+    return nil, "nvim-claude: " .. msg
   end
   if res == nil or res == "" or res == vim.NIL then
     return nil

@@ -180,7 +180,11 @@ local function refresh_header(chat)
   if not api.nvim_buf_is_valid(chat.tbuf) then
     return
   end
-  local bar = "%#ClaudeChatHeader#" .. M.header(chat):gsub("%%", "%%%%")
+  -- "%<" after the chat's name: a narrow window drops the tail, never the
+  -- name (the default cuts from the left).
+  local text = M.header(chat):gsub("%%", "%%%%")
+  local name, rest = text:match("^(.-)( · .*)$")
+  local bar = "%#ClaudeChatHeader#" .. (name and (name .. "%<" .. rest) or (text .. "%<"))
   for _, w in ipairs(vim.fn.win_findbuf(chat.tbuf)) do
     set_local(w, "winbar", bar)
   end

@@ -87,10 +87,7 @@ end
 -- edit_preview: what an Edit/Write/MultiEdit would change, for a prompt
 -- without the diff review (it could not be opened).
 local function edit_preview(input)
-  local out = {}
-  if input.file_path then
-    table.insert(out, "file: " .. tostring(input.file_path))
-  end
+  local out = {} -- the heading names the file already
   local function edit(e, n)
     if n then
       table.insert(out, string.format("edit %d%s:", n, e.replace_all == true and " (all occurrences)" or ""))

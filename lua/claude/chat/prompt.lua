@@ -463,7 +463,7 @@ function M.winbar(chat)
   local keys = opts().keys
   local text = "Prompt"
   if keys.send then
-    text = text .. " (" .. keys.send .. " sends)"
+    text = text .. " (" .. keys.send .. " sends; <CR> too in Normal mode)"
   end
   if #chat.attachments > 0 then
     local labels = {}
@@ -476,7 +476,7 @@ function M.winbar(chat)
 end
 
 function M.refresh(chat)
-  local bar = "%#ClaudeChatHeader#" .. M.winbar(chat):gsub("%%", "%%%%")
+  local bar = "%#ClaudeChatHeader#" .. M.winbar(chat):gsub("%%", "%%%%") .. "%<"
   for _, w in ipairs(vim.fn.win_findbuf(chat.pbuf)) do
     chats().set_local(w, "winbar", bar)
   end
