@@ -233,7 +233,7 @@ func TestChatUIStreamAndFolds(t *testing.T) {
 	c.ev(t, "text", `{"id":"1","message_id":"m1","index":1,"delta":" line"}`)
 	c.ev(t, "tool_use", `{"id":"1","tool_use_id":"t1","name":"Read","input":{"file_path":"/x/a.lua"},"summary":"Read a.lua"}`)
 	c.ev(t, "tool_result", `{"id":"1","tool_use_id":"t1","is_error":false,"summary":"3 lines","text":"one\ntwo\nthree"}`)
-	c.ev(t, "turn_done", `{"id":"1","is_error":false,"subtype":"success","cost_usd":0.02,"duration_ms":1500}`)
+	c.ev(t, "turn_done", `{"id":"1","is_error":false,"subtype":"success","cost_usd":0.02,"session_cost_usd":0.02,"duration_ms":1500}`)
 	want := strings.Join([]string{
 		"## You",
 		"hello there",
@@ -351,7 +351,7 @@ func TestChatUIPermissionKeys(t *testing.T) {
 		{"deny with reason", `{"kind":"edit","tool":"Edit","summary":"Edit a.lua","input":{"file_path":"/x/a.lua"},"diff":true}`,
 			"d", []string{"use tabs"}, nil, `{"behavior":"deny","message":"use tabs"}`, []string{"diff review is open"}},
 		{"deny, no reason", `{"kind":"edit","tool":"Write","summary":"Write b.lua","input":{"file_path":"/x/b.lua"},"diff":false}`,
-			"d", []string{""}, nil, `{"behavior":"deny","message":"The user denied this."}`, []string{"file: /x/b.lua"}},
+			"d", []string{""}, nil, `{"behavior":"deny","message":"The user denied this."}`, []string{"Permission: Write b.lua"}},
 		{"plan approve acceptEdits", `{"kind":"plan","tool":"ExitPlanMode","summary":"Plan","input":{},"plan":"# Plan\n1. do it"}`,
 			"a", nil, []string{"acceptEdits"}, `{"behavior":"allow","accept_plan_mode":"acceptEdits"}`, []string{"plan is open"}},
 		{"plan comment", `{"kind":"plan","tool":"ExitPlanMode","summary":"Plan","input":{},"plan":"# Plan\n1. do it"}`,
@@ -994,10 +994,10 @@ func TestChatUIEditPromptWithoutDiff(t *testing.T) {
 "input":{"file_path":"/x/c.lua","edits":[{"old_string":"foo","new_string":"bar"},{"old_string":"x","new_string":"y","replace_all":true}]}}`)
 	tr := c.transcript(t, "1")
 	for _, s := range []string{
-		"┃ file: /x/a.lua\n┃ - local a = 1\n┃ + local a = 2\n┃ + local b = 3",
-		"┃ file: /x/b.lua\n┃ content:\n┃   line x\n",
+		"Permission: Edit a.lua\n┃ - local a = 1\n┃ + local a = 2\n┃ + local b = 3",
+		"Permission: Write b.lua\n┃ content:\n┃   line x\n",
 		"┃   … 16 more lines",
-		"┃ file: /x/c.lua\n┃ edit 1:\n┃ - foo\n┃ + bar\n┃ edit 2 (all occurrences):\n┃ - x\n┃ + y",
+		"Permission: MultiEdit c.lua\n┃ edit 1:\n┃ - foo\n┃ + bar\n┃ edit 2 (all occurrences):\n┃ - x\n┃ + y",
 	} {
 		if !strings.Contains(tr, s) {
 			t.Errorf("transcript lacks %q:\n%s", s, tr)
@@ -1111,5 +1111,29 @@ return { prompt = vim.wo[pw].winbar, narrow = shown }`, &bars)
 	}
 	if !strings.HasPrefix(bars.Narrow, "Claude 1") {
 		t.Errorf("narrow header %q lost the chat's name", bars.Narrow)
+	}
+}
+
+// Issue 16, defect 7: "@no<Tab>" arriving in one batch (fast typing, a
+// paste, a slow link) completes the file, and what follows in the batch
+// comes after the completion; a <Tab> elsewhere stays a <Tab>. (It gave
+// "@no" and two spaces: the <Tab> was decided before "@no" was in the line.)
+func TestChatUICompletionWithBatchedInput(t *testing.T) {
+	c := startChatUI(t, "")
+	c.open(t)
+	c.focus(t, "1", "p")
+	c.Exec(t, `vim.fn.writefile({ "x" }, "notes.txt")`)
+	c.feed(t, "ilook @no<Tab> and<C-c>")
+	c.feed(t, "<Esc>")
+	var line string
+	c.Eval(t, `return vim.api.nvim_get_current_line()`, &line)
+	if line != "look @notes.txt and" {
+		t.Errorf("batched @no<Tab>: %q", line)
+	}
+	c.Exec(t, `vim.api.nvim_buf_set_lines(0, 0, -1, false, { "" }) vim.bo.expandtab = false`)
+	c.feed(t, "ia<Tab>b<Esc>")
+	c.Eval(t, `return vim.api.nvim_get_current_line()`, &line)
+	if line != "a\tb" {
+		t.Errorf("<Tab> outside a completion: %q", line)
 	}
 }

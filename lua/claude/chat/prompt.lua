@@ -445,17 +445,23 @@ function M.setup_buffer(chat)
   -- <Tab> completes an @file or a /command (at the start of the prompt);
   -- elsewhere it stays a <Tab>. The menu opens on request only: opening it
   -- on every @ would insert a match while the user types a name.
+  -- Not an expr mapping: when "@no<Tab>" arrives in one batch (a paste, a
+  -- slow link), Insert mode collects "@no" and expands <Tab>'s mapping
+  -- before it puts them in the line, so an expr saw no "@" and gave a
+  -- <Tab>. A callback runs once they are in; its keys go next in line.
   vim.keymap.set("i", "<Tab>", function()
+    local keys = "<Tab>"
     if vim.fn.pumvisible() == 1 then
-      return "<C-n>"
+      keys = "<C-n>"
+    else
+      local row, col = unpack(api.nvim_win_get_cursor(0))
+      local before = api.nvim_get_current_line():sub(1, col)
+      if before:find("@[^%s@]*$") or (row == 1 and before:match("^/[%w:_%-]*$")) then
+        keys = "<C-x><C-o>"
+      end
     end
-    local row, col = unpack(api.nvim_win_get_cursor(0))
-    local before = api.nvim_get_current_line():sub(1, col)
-    if before:find("@[^%s@]*$") or (row == 1 and before:match("^/[%w:_%-]*$")) then
-      return "<C-x><C-o>"
-    end
-    return "<Tab>"
-  end, { buffer = buf, expr = true, desc = "nvim-claude: complete @file or /command" })
+    api.nvim_feedkeys(api.nvim_replace_termcodes(keys, true, false, true), "ni", false)
+  end, { buffer = buf, desc = "nvim-claude: complete @file or /command" })
 end
 
 --- The prompt window's header: the attachments waiting for the next send.
