@@ -548,6 +548,10 @@ func (ch *chatProc) wasInterrupted() bool {
 // toolUse is what a tool result needs to know of its call.
 type toolUse struct {
 	name, path, turn string // path: the file an edit tool changes
+	// todos: a TodoWrite's list, shown once the CLI ran the call (it
+	// answers "No such tool available" when it has no TodoWrite, as
+	// 2.1.331 in stream-json mode).
+	todos []map[string]any
 }
 
 type checkpoint struct {
@@ -724,6 +728,9 @@ func (ch *chatProc) onEvent(ev chat.Event) {
 		}
 		ch.push("tool_result", map[string]any{"tool_use_id": e.ToolUseID, "is_error": e.IsError,
 			"summary": resultSummary(e), "text": text})
+		if tu.todos != nil && !e.IsError {
+			ch.push("todos", map[string]any{"todos": tu.todos})
+		}
 		switch {
 		case e.FilePath != "" && !e.IsError:
 			ch.push("file_changed", map[string]any{"paths": []string{e.FilePath}})
@@ -815,6 +822,12 @@ func (ch *chatProc) onAssistant(e chat.AssistantEvent) {
 			// Every edit is checkpointed, a subagent's too: when it is
 			// allowed (chat_permission) or from its result (unasked).
 			tu := toolUse{name: b.Name, path: chat.EditPath(b.Name, b.Input)}
+			if b.Name == "TodoWrite" && e.ParentToolUseID == "" {
+				tu.todos = []map[string]any{}
+				for _, t := range chat.Todos(b.Input) {
+					tu.todos = append(tu.todos, map[string]any{"content": t.Content, "status": t.Status, "active_form": t.ActiveForm})
+				}
+			}
 			ch.mu.Lock()
 			tu.turn = ch.turnUUID
 			if tu.turn == "" {
@@ -827,13 +840,6 @@ func (ch *chatProc) onAssistant(e chat.AssistantEvent) {
 			}
 			ch.push("tool_use", map[string]any{"tool_use_id": b.ID, "name": b.Name, "input": rawOrEmpty(b.Input),
 				"summary": chat.RelSummary(b.Name, b.Input, ch.params.Cwd)})
-			if b.Name == "TodoWrite" {
-				todos := []map[string]any{}
-				for _, t := range chat.Todos(b.Input) {
-					todos = append(todos, map[string]any{"content": t.Content, "status": t.Status, "active_form": t.ActiveForm})
-				}
-				ch.push("todos", map[string]any{"todos": todos})
-			}
 		}
 	}
 }
@@ -965,6 +971,9 @@ func (ch *chatProc) addCheckpoint(turn, path string, contents *string) {
 type rewindParams struct {
 	idParams
 	UUID string `json:"uuid"`
+	// Plan lists what the rewind would change and changes nothing (not
+	// even the files the host restores itself): the user confirms first.
+	Plan bool `json:"plan"`
 }
 
 func (ch *chatProc) handleRewind(p rewindParams) (any, error) {
@@ -1006,7 +1015,7 @@ func (ch *chatProc) handleRewind(p rewindParams) (any, error) {
 			// Not text Lua can carry (JSON would turn it into U+FFFD):
 			// restored here, byte for byte.
 			f["restored_by_host"] = true
-			if changed {
+			if changed && !p.Plan {
 				if err := restoreFile(cp.path, []byte(*cp.contents)); err != nil {
 					f["error"] = err.Error()
 				}

@@ -828,3 +828,23 @@ func TestChatPlanApprovalSetsTheChosenMode(t *testing.T) {
 		})
 	}
 }
+
+// Issue 16, defect 3: CLI 2.1.331 offers no TodoWrite in stream-json mode
+// and answers a call "No such tool available": the to-do window shows
+// nothing for it (it showed the list the CLI had refused).
+func TestChatRefusedTodoWriteShowsNoList(t *testing.T) {
+	h := startChatHarness(t)
+	todo := fakeapi.ToolUse("TodoWrite", map[string]any{"todos": []map[string]any{
+		{"content": "Capitalise three", "status": "in_progress", "activeForm": "Capitalising three"}}})
+	h.api.Script(fakeapi.Reply(todo), fakeapi.Reply(fakeapi.Text("Done.")))
+	id := h.open(t, nil)
+	h.call(t, "chat_send", map[string]any{"id": id, "text": "plan it"})
+	h.rec.wait(t, 1, "turn_done", nil)
+	res := h.rec.wait(t, 1, "tool_result", func(d map[string]any) bool { return d["tool_use_id"] == todo.ID })
+	if res["is_error"] != true {
+		t.Fatalf("the CLI ran TodoWrite (%v): this CLI has it again; show its list", res)
+	}
+	if got := h.rec.events("todos"); len(got) != 0 {
+		t.Errorf("a refused TodoWrite showed a list: %v", got)
+	}
+}

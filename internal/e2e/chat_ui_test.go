@@ -54,7 +54,9 @@ require("claude.server").request_async = function(m, p, cb)
   cb(res, err)
 end
 vim.ui.input = function(o, cb) cb(table.remove(_G.inputs, 1)) end
+_G.select_prompts = {}
 vim.ui.select = function(items, o, cb)
+  table.insert(_G.select_prompts, o and o.prompt or "")
   local want = table.remove(_G.selects, 1)
   for i, it in ipairs(items) do
     local s = o and o.format_item and o.format_item(it) or tostring(it)
@@ -637,7 +639,7 @@ _G.stub.chat_rewind = function(p) return { files = {
 	// Rewind to before "fix the bug": the buffer and the file change back,
 	// and one undo brings the newer text back.
 	c.focus(t, "1", "t")
-	c.Exec(t, `vim.api.nvim_win_set_cursor(0, { 2, 0 })`)
+	c.Exec(t, `vim.api.nvim_win_set_cursor(0, { 2, 0 }) _G.selects = { "Rewind" }`)
 	c.feed(t, "R")
 	if p := c.lastReq(t, "chat_rewind"); p["uuid"] != "hu1" {
 		t.Errorf("chat_rewind %v", p)
@@ -792,7 +794,7 @@ _G.stub.chat_rewind = function() return { files = {
 		return s
 	}
 	c.focus(t, "1", "t")
-	c.Exec(t, `vim.api.nvim_win_set_cursor(0, { 1, 0 }) _G.selects = { "Skip" } _G.notes = {}`)
+	c.Exec(t, `vim.api.nvim_win_set_cursor(0, { 1, 0 }) _G.selects = { "Rewind", "Skip" } _G.notes = {}`)
 	c.feed(t, "R")
 	if got := buffer(f); got != "my unsaved work" {
 		t.Errorf("skip: f buffer %q, want the unsaved edit kept", got)
@@ -814,7 +816,7 @@ _G.stub.chat_rewind = function() return { files = {
 		}
 	}
 	// Overwrite: the buffer gets the old text (undoable) and is written.
-	c.Exec(t, `_G.selects = { "Overwrite" }`)
+	c.Exec(t, `_G.selects = { "Rewind", "Overwrite" }`)
 	c.feed(t, "R")
 	if got := buffer(f); got != "before f" {
 		t.Errorf("overwrite: f buffer %q", got)
@@ -1135,5 +1137,70 @@ func TestChatUICompletionWithBatchedInput(t *testing.T) {
 	c.Eval(t, `return vim.api.nvim_get_current_line()`, &line)
 	if line != "a\tb" {
 		t.Errorf("<Tab> outside a completion: %q", line)
+	}
+}
+
+// Issue 16, defect 6: R lists what it will change and delete and does
+// nothing unless the user says "Rewind"; U undoes the whole rewind, the
+// deleted file included. (R used to rewind at once, and u could not bring
+// a deleted file back.)
+func TestChatUIRewindAsksAndUndoes(t *testing.T) {
+	c := startChatUI(t, "")
+	dir := c.Dir
+	a, created := filepath.Join(dir, "a.txt"), filepath.Join(dir, "new.txt")
+	for p, text := range map[string]string{a: "claude a\n", created: "created by claude\n"} {
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Exec(t, `local a, n = ...
+_G.stub.chat_rewind = function() return { files = {
+  { path = a, contents = "before a\n", changed = true },
+  { path = n, contents = vim.NIL, changed = true } } } end`, a, created)
+	c.open(t)
+	c.ev(t, "user", `{"id":"1","uuid":"u1","text":"do it"}`)
+	c.focus(t, "1", "t")
+	read := func(p string) string {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return "<absent>"
+		}
+		return string(b)
+	}
+	rewinds := func() []map[string]any { return c.reqs(t, "chat_rewind") }
+	// Cancel: only the plan was asked for; nothing changed.
+	c.Exec(t, `vim.api.nvim_win_set_cursor(0, { 1, 0 }) _G.selects = { "Cancel" }`)
+	c.feed(t, "R")
+	if rs := rewinds(); len(rs) != 1 || rs[0]["plan"] != true {
+		t.Fatalf("after Cancel: chat_rewind requests %v", rs)
+	}
+	var prompts []string
+	c.Eval(t, `return _G.select_prompts`, &prompts)
+	if len(prompts) != 1 || !strings.Contains(prompts[0], "change a.txt") || !strings.Contains(prompts[0], "delete new.txt") {
+		t.Errorf("the question %q does not list the change and the deletion", prompts)
+	}
+	if read(a) != "claude a\n" || read(created) != "created by claude\n" {
+		t.Fatalf("Cancel changed files: %q %q", read(a), read(created))
+	}
+	// Rewind: a.txt back, new.txt gone.
+	c.Exec(t, `_G.selects = { "Rewind" }`)
+	c.feed(t, "R")
+	if rs := rewinds(); len(rs) != 3 || rs[2]["plan"] != nil {
+		t.Fatalf("after Rewind: chat_rewind requests %v", rs)
+	}
+	if read(a) != "before a\n" || read(created) != "<absent>" {
+		t.Fatalf("after Rewind: %q %q", read(a), read(created))
+	}
+	// U: the whole rewind undone, the deleted file written again.
+	c.Exec(t, `_G.selects = { "Undo" }`)
+	c.feed(t, "U")
+	if read(a) != "claude a\n" || read(created) != "created by claude\n" {
+		t.Fatalf("after U: %q %q", read(a), read(created))
+	}
+	// Nothing more to undo.
+	c.Exec(t, `_G.notes = {}`)
+	c.feed(t, "U")
+	if ns := c.notes(t); len(ns) != 1 || !strings.Contains(ns[0].Msg, "no rewind to undo") {
+		t.Errorf("second U: %+v", ns)
 	}
 }

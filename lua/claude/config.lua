@@ -159,7 +159,8 @@ function M.defaults()
         allow_project = "p",
         deny = "d",
         next_prompt = "]p", -- transcript: go to the permission prompt waiting
-        rewind = "R",
+        rewind = "R", -- transcript: rewind the files to before the message under the cursor (asks first)
+        undo_rewind = "U", -- transcript: undo the last rewind
         fork = "F",
         resume = "r",
         close = "q",
@@ -411,7 +412,7 @@ local schema = {
           local t = {}
           for _, k in ipairs({
             "send", "interrupt", "mode", "model", "attach_selection", "image", "clear_attachments", "toggle",
-            "allow", "allow_session", "allow_project", "deny", "next_prompt", "rewind", "fork", "resume", "close",
+            "allow", "allow_session", "allow_project", "deny", "next_prompt", "rewind", "undo_rewind", "fork", "resume", "close",
           }) do
             t[k] = { types = { "string", "boolean" }, check = key_or_false }
           end

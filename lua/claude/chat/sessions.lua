@@ -10,6 +10,10 @@ local function notify(msg, level)
   vim.notify(msg, level or vim.log.levels.INFO, { title = "nvim-claude" })
 end
 
+local function opts()
+  return require("claude.config").options.chat
+end
+
 local function request(name, params)
   local res, err = require("claude.server").request(name, params)
   if not res then
@@ -201,34 +205,25 @@ local function rewind_file(f, done)
   done(restore(f.path, f.contents))
 end
 
---- Rewinds the files the chat changed after the message under the cursor
---- to what they held before it. on_done (optional) gets the report lines.
-function M.rewind(chat, on_done)
-  local u = message_at(chat)
-  if not u then
-    notify("nvim-claude: put the cursor on one of your messages to rewind to before it", vim.log.levels.WARN)
-    return
+-- read_file is a file's bytes, or nil when it does not exist.
+local function read_file(path)
+  local fd = io.open(path, "rb")
+  if not fd then
+    return nil
   end
-  local res = request("chat_rewind", { id = chat.id, uuid = u.uuid })
-  if not res then
-    return
-  end
-  local files = res.files or {}
+  local data = fd:read("*a")
+  fd:close()
+  return data
+end
+
+-- apply_rewind restores each entry of files in turn (asking about
+-- buffers with unsaved edits) and calls finish(report, trouble).
+local function apply_rewind(files, finish)
   local report, trouble = {}, false
   local function step(i)
     local f = files[i]
     if not f then
-      if #report == 0 then
-        notify("nvim-claude: no file changed after that message")
-      else
-        notify(
-          "nvim-claude: rewound (u in a buffer undoes it): " .. table.concat(report, ", "),
-          trouble and vim.log.levels.WARN or vim.log.levels.INFO
-        )
-      end
-      if on_done then
-        on_done(report)
-      end
+      finish(report, trouble)
       return
     end
     local called = false
@@ -249,6 +244,115 @@ function M.rewind(chat, on_done)
     end
   end
   step(1)
+end
+
+-- what_changes says what restoring f does: "change a.txt", "delete b.txt".
+local function what_changes(f)
+  local name = vim.fn.fnamemodify(tostring(f.path), ":~:.")
+  if f.restored_by_host ~= true and (f.contents == nil or f.contents == vim.NIL) then
+    return "delete " .. name
+  end
+  return "change " .. name
+end
+
+--- Rewinds the files the chat changed after the message under the cursor
+--- to what they held before it, once the user has seen what that changes
+--- and said yes. The whole rewind can be undone (M.undo_rewind, the
+--- undo_rewind key), deleted files included. on_done (optional) gets the
+--- report lines.
+function M.rewind(chat, on_done)
+  local u = message_at(chat)
+  if not u then
+    notify("nvim-claude: put the cursor on one of your messages to rewind to before it", vim.log.levels.WARN)
+    return
+  end
+  local plan = request("chat_rewind", { id = chat.id, uuid = u.uuid, plan = true })
+  if not plan then
+    return
+  end
+  local actions = {}
+  for _, f in ipairs(plan.files or {}) do
+    if f.changed then
+      table.insert(actions, what_changes(f))
+    end
+  end
+  if #actions == 0 then
+    notify("nvim-claude: no file changed after that message")
+    if on_done then
+      on_done({})
+    end
+    return
+  end
+  local undo_key = opts().keys.undo_rewind
+  vim.ui.select({ "rewind", "cancel" }, {
+    prompt = "Rewind to before this message? It will " .. table.concat(actions, ", "),
+    format_item = function(a)
+      if a == "rewind" then
+        return "Rewind: " .. table.concat(actions, ", ") .. (undo_key and (" (" .. undo_key .. " undoes it)") or "")
+      end
+      return "Cancel"
+    end,
+  }, function(choice)
+    if choice ~= "rewind" then
+      notify("nvim-claude: rewind cancelled; nothing changed")
+      return
+    end
+    -- What each file holds now, for the undo (text files: the host
+    -- restores the others itself).
+    local before = {}
+    for _, f in ipairs(plan.files or {}) do
+      if f.changed and f.restored_by_host ~= true then
+        table.insert(before, { path = f.path, contents = read_file(f.path) })
+      end
+    end
+    local res = request("chat_rewind", { id = chat.id, uuid = u.uuid })
+    if not res then
+      return
+    end
+    apply_rewind(res.files or {}, function(report, trouble)
+      chat.last_rewind = #before > 0 and before or nil
+      notify(
+        "nvim-claude: rewound: " .. table.concat(report, ", ") .. (undo_key and chat.last_rewind and (" (" .. undo_key .. " in the transcript undoes it)") or ""),
+        trouble and vim.log.levels.WARN or vim.log.levels.INFO
+      )
+      if on_done then
+        on_done(report)
+      end
+    end)
+  end)
+end
+
+--- Undoes the chat's last rewind: every file gets back what it held just
+--- before it, a deleted file is written again (after the user said yes).
+function M.undo_rewind(chat)
+  local files = chat.last_rewind
+  if not files then
+    notify("nvim-claude: no rewind to undo in this chat")
+    return
+  end
+  local actions = {}
+  for _, f in ipairs(files) do
+    local name = vim.fn.fnamemodify(f.path, ":~:.")
+    table.insert(actions, (f.contents == nil and "delete " or (vim.fn.filereadable(f.path) == 1 and "change " or "recreate ")) .. name)
+  end
+  vim.ui.select({ "undo", "cancel" }, {
+    prompt = "Undo the rewind? It will " .. table.concat(actions, ", "),
+    format_item = function(a)
+      return a == "undo" and ("Undo the rewind: " .. table.concat(actions, ", ")) or "Cancel"
+    end,
+  }, function(choice)
+    if choice ~= "undo" then
+      return
+    end
+    local entries = {}
+    for _, f in ipairs(files) do
+      table.insert(entries, { path = f.path, contents = f.contents, changed = true })
+    end
+    apply_rewind(entries, function(report, trouble)
+      chat.last_rewind = nil
+      notify("nvim-claude: rewind undone: " .. table.concat(report, ", "), trouble and vim.log.levels.WARN or vim.log.levels.INFO)
+    end)
+  end)
 end
 
 --- Forks the conversation from the message under the cursor: a new chat
