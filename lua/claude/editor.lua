@@ -34,6 +34,34 @@ end
 ---@type fun(buf: integer, name: string): any
 M.buf_opt = H.buf_opt
 
+-- On 0.10+ getbufvar(buf, "&name") reads an option in about half the time
+-- of nvim_get_option_value (getOpenEditors reads three of each of 500
+-- buffers: make bench, scenario 7); it gives a flag as 0/1.
+H.str_opt, H.flag_opt = H.buf_opt, H.buf_opt
+if vim.fn.has("nvim-0.10") == 1 then
+  local getbufvar = vim.fn.getbufvar
+  local keys = setmetatable({}, {
+    __index = function(t, name)
+      t[name] = "&" .. name
+      return t[name]
+    end,
+  })
+  H.str_opt = function(buf, name)
+    return getbufvar(buf, keys[name])
+  end
+  H.flag_opt = function(buf, name)
+    return getbufvar(buf, keys[name]) == 1
+  end
+end
+
+--- Reads a string buffer option, fastest way for this Neovim.
+---@type fun(buf: integer, name: string): string
+M.buf_str = H.str_opt
+
+--- Reads a boolean buffer option, fastest way for this Neovim.
+---@type fun(buf: integer, name: string): boolean
+M.buf_flag = H.flag_opt
+
 -- Files -------------------------------------------------------------------------
 
 --- The absolute path of the file buf holds, or nil when it holds none:
@@ -44,7 +72,7 @@ M.buf_opt = H.buf_opt
 ---@param buf integer
 ---@return string|nil
 function M.file_path(buf)
-  if not api.nvim_buf_is_valid(buf) or H.buf_opt(buf, "buftype") ~= "" then
+  if not api.nvim_buf_is_valid(buf) or H.str_opt(buf, "buftype") ~= "" then
     return nil
   end
   local name = api.nvim_buf_get_name(buf)

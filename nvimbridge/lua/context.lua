@@ -504,12 +504,12 @@ function fns.ctx_editors()
   local active = win and api.nvim_win_get_buf(win)
   local packed, n = {}, 0
   local buflisted, is_loaded, line_count = vim.fn.buflisted, api.nvim_buf_is_loaded, api.nvim_buf_line_count
-  local file_path, opt = E.file_path, E.buf_opt
+  local file_path, str, flag = E.file_path, E.buf_str, E.buf_flag
   for _, b in ipairs(api.nvim_list_bufs()) do
     local path = buflisted(b) == 1 and file_path(b)
     if path then
       local loaded = is_loaded(b)
-      local flags = (opt(b, "modified") and 1 or 0) + (b == active and 2 or 0) + (loaded and 4 or 0)
+      local flags = (flag(b, "modified") and 1 or 0) + (b == active and 2 or 0) + (loaded and 4 or 0)
       n = n + 1
       packed[n] = b
         .. " "
@@ -517,7 +517,7 @@ function fns.ctx_editors()
         .. " "
         .. flags
         .. " "
-        .. opt(b, "filetype")
+        .. str(b, "filetype")
         .. "\0"
         .. path
         .. "\0"
@@ -528,7 +528,7 @@ function fns.ctx_editors()
     local cursor = api.nvim_win_get_cursor(win)
     local line = api.nvim_buf_get_lines(active, cursor[1] - 1, cursor[1], false)[1] or ""
     current = describe(active)
-    current.modified = opt(active, "modified")
+    current.modified = flag(active, "modified")
     current.line = cursor[1] - 1
     current.character = E.units(line, cursor[2])
   end
