@@ -210,7 +210,7 @@ func (c *Panel) open(p openParams, after func(*chatProc, *chat.Session) (map[str
 		c: c, id: id, params: p, env: env, configDir: chat.ConfigDir(env),
 		state: "starting", mode: p.Mode, model: p.Model, booted: make(chan struct{}),
 		perms: map[string]*chatPerm{}, streamed: map[string]bool{}, cpSeen: map[string]bool{},
-		toolUses: map[string]toolUse{},
+		toolUses: map[string]toolUse{}, taskNames: map[string]string{},
 	}
 	if ch.mode == "" {
 		ch.mode = "default"
@@ -519,6 +519,7 @@ type chatProc struct {
 	forkCut   string   // a fork's rewind target: history stops before it
 	// interrupted: this turn was interrupted and the user was told so.
 	interrupted bool
+	taskNames   map[string]string // running background tasks by id, as shown
 	streamed    map[string]bool
 	// checkpoints: each file's contents before the first edit of a turn.
 	checkpoints []checkpoint
@@ -852,6 +853,18 @@ func (ch *chatProc) onSystem(e chat.SystemEvent) {
 		Error       any    `json:"error"`
 		ToolName    string `json:"tool_name"`
 		Message     string `json:"message"`
+		// background_tasks_changed: the tasks running now (CLI 2.1.331).
+		Tasks []struct {
+			TaskID       string `json:"task_id"`
+			TaskType     string `json:"task_type"`
+			Description  string `json:"description"`
+			SubagentType string `json:"subagent_type"`
+		} `json:"tasks"`
+		// task_notification: one task ended.
+		Status          string `json:"status"`
+		Summary         string `json:"summary"`
+		SummaryIsReport bool   `json:"summary_is_report"`
+		TaskID          string `json:"task_id"`
 	}
 	_ = json.Unmarshal(e.Raw, &f)
 	switch e.Subtype {
@@ -863,6 +876,50 @@ func (ch *chatProc) onSystem(e chat.SystemEvent) {
 		ch.system("info", "Conversation compacted.")
 	case "api_error":
 		ch.system("error", fmt.Sprintf("API error: %v", f.Error))
+	case "background_tasks_changed":
+		// The progress CLI 2.1.331 reports (it has no TodoWrite in
+		// stream-json mode): its background commands and agents, shown
+		// in the to-do window while they run.
+		todos := []map[string]any{}
+		names := map[string]string{}
+		for _, t := range f.Tasks {
+			what := t.Description
+			switch t.TaskType {
+			case "local_bash":
+				what = "background command: " + what
+			case "local_agent":
+				kind := t.SubagentType
+				if kind == "" {
+					kind = "agent"
+				}
+				what = kind + " agent: " + what
+			}
+			names[t.TaskID] = what
+			todos = append(todos, map[string]any{"content": what, "status": "in_progress", "active_form": what})
+		}
+		ch.mu.Lock()
+		for id, n := range names {
+			ch.taskNames[id] = n
+		}
+		ch.mu.Unlock()
+		ch.push("todos", map[string]any{"todos": todos, "source": "tasks"})
+	case "task_notification":
+		ch.mu.Lock()
+		name := ch.taskNames[f.TaskID]
+		delete(ch.taskNames, f.TaskID)
+		ch.mu.Unlock()
+		if name == "" {
+			name = "a background task"
+		}
+		text := fmt.Sprintf("%s: %s", name, f.Status)
+		if f.Summary != "" && !f.SummaryIsReport {
+			text = f.Summary // "Background command "bg" completed (exit code 0)"
+		}
+		level := "info"
+		if f.Status != "completed" {
+			level = "warn"
+		}
+		ch.system(level, text)
 	}
 }
 

@@ -848,3 +848,26 @@ func TestChatRefusedTodoWriteShowsNoList(t *testing.T) {
 		t.Errorf("a refused TodoWrite showed a list: %v", got)
 	}
 }
+
+// The progress CLI 2.1.331 does report: its background tasks
+// (system/background_tasks_changed) fill the to-do window while they run,
+// and their end is one line in the transcript.
+func TestChatBackgroundTasksShowAsProgress(t *testing.T) {
+	h := startChatHarness(t)
+	bg := fakeapi.ToolUse("Bash", map[string]any{"command": "sleep 1; echo done-bg", "run_in_background": true, "description": "warm the cache"})
+	h.api.Script(fakeapi.Reply(bg), fakeapi.Reply(fakeapi.Text("Started it.")), fakeapi.Reply(fakeapi.Text("Noted.")))
+	id := h.open(t, map[string]any{"allowed_tools": []string{"Bash"}})
+	h.call(t, "chat_send", map[string]any{"id": id, "text": "warm it in the background"})
+	running := h.rec.wait(t, 1, "todos", func(d map[string]any) bool { return len(d["todos"].([]any)) == 1 })
+	item := running["todos"].([]any)[0].(map[string]any)
+	if item["content"] != "background command: warm the cache" || item["status"] != "in_progress" {
+		t.Errorf("running task shown as %v", item)
+	}
+	h.rec.wait(t, 1, "todos", func(d map[string]any) bool { return len(d["todos"].([]any)) == 0 })
+	done := h.rec.wait(t, 1, "system", func(d map[string]any) bool {
+		return strings.Contains(fmt.Sprint(d["text"]), "warm the cache") && strings.Contains(fmt.Sprint(d["text"]), "completed")
+	})
+	if done["level"] != "info" {
+		t.Errorf("task end = %v", done)
+	}
+}

@@ -252,7 +252,7 @@ func unitChat(t *testing.T, cwd string) (*chatProc, func() []chatEv) {
 	var mu sync.Mutex
 	var evs []chatEv
 	ch := &chatProc{c: New(app, nil, Peers{}), id: "1", params: openParams{Cwd: cwd}, state: "idle", mode: "default",
-		perms: map[string]*chatPerm{}, streamed: map[string]bool{}, cpSeen: map[string]bool{}, toolUses: map[string]toolUse{}}
+		perms: map[string]*chatPerm{}, streamed: map[string]bool{}, cpSeen: map[string]bool{}, toolUses: map[string]toolUse{}, taskNames: map[string]string{}}
 	ch.out = newOutbox(func(ctx context.Context, name string, data any) error {
 		mu.Lock()
 		evs = append(evs, chatEv{name, data.(map[string]any)})

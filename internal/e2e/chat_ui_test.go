@@ -1204,3 +1204,23 @@ _G.stub.chat_rewind = function() return { files = {
 		t.Errorf("second U: %+v", ns)
 	}
 }
+
+// The to-do window follows the list: shown while something is in
+// progress, gone when the list empties (the last background task ended).
+func TestChatUITodoWindowFollowsTheList(t *testing.T) {
+	c := startChatUI(t, "")
+	c.open(t)
+	shown := func() int {
+		var n int
+		c.Eval(t, `local b = require("claude.chat").get("1").dbuf return b and #vim.fn.win_findbuf(b) or 0`, &n)
+		return n
+	}
+	c.ev(t, "todos", `{"id":"1","source":"tasks","todos":[{"content":"background command: build","status":"in_progress","active_form":"background command: build"}]}`)
+	if shown() != 1 {
+		t.Fatal("the to-do window did not open")
+	}
+	c.ev(t, "todos", `{"id":"1","source":"tasks","todos":[]}`)
+	if n := shown(); n != 0 {
+		t.Errorf("the to-do window stays with an empty list (%d windows)", n)
+	}
+}

@@ -212,6 +212,13 @@ end
 -- and the prompt (created when the first list arrives).
 local function show_todos(chat)
   if #chat.todos == 0 then
+    -- Nothing in progress any more (the last background task ended): the
+    -- window goes rather than show a stale list.
+    if chat.dbuf and api.nvim_buf_is_valid(chat.dbuf) then
+      for _, w in ipairs(vim.fn.win_findbuf(chat.dbuf)) do
+        pcall(api.nvim_win_close, w, true)
+      end
+    end
     return
   end
   local buf = chat.dbuf
