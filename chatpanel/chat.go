@@ -456,7 +456,7 @@ func (c *Panel) handleFork(_ context.Context, p forkParams) (any, error) {
 				}
 			}
 			if err != nil {
-				return nil, fmt.Errorf("The fork could not go back to the chosen message: %w.", err)
+				return nil, fmt.Errorf("the fork could not go back to the chosen message: %w", err)
 			}
 			ch.mu.Lock()
 			ch.forkCut = p.UUID
