@@ -314,8 +314,10 @@ func (ch *chatProc) boot(o chat.Options, toolsNote string, after func(*chatProc,
 		sess.Kill() // closed meanwhile: shutdown waits for booted, then for sess
 		return
 	}
-	ch.push("ready", ready)
+	// The status (idle) first: whoever waits for "ready" finds the chat's
+	// state already told.
 	ch.pushStatus()
+	ch.push("ready", ready)
 	if toolsNote != "" {
 		ch.system("warn", toolsNote)
 	}

@@ -422,7 +422,7 @@ func TestChatFlows(t *testing.T) {
 			}
 			h.rec.mu.Unlock()
 			got := strings.Join(order, " ")
-			if !strings.HasPrefix(got, "status ready status user lifecycle status text turn_done file_changed status") {
+			if !strings.HasPrefix(got, "status ready user lifecycle status text turn_done file_changed status") {
 				t.Errorf("event order: %s", got)
 			}
 			var states []string
@@ -478,7 +478,8 @@ func TestChatFlows(t *testing.T) {
 			h.rec.wait(t, 1, "text", nil)
 			h.call(t, "chat_interrupt", map[string]any{"id": id})
 			done := h.rec.wait(t, 1, "turn_done", nil)
-			if done["is_error"] != true || done["terminal_reason"] != "aborted_streaming" {
+			// Interrupted, not an error (issue 16, defect 4).
+			if done["interrupted"] != true || done["is_error"] != false || done["terminal_reason"] != "aborted_streaming" {
 				t.Errorf("turn_done = %v", done)
 			}
 			h.call(t, "chat_send", map[string]any{"id": id, "text": "again"})

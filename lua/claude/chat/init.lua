@@ -928,7 +928,7 @@ function M._dispatch(chat, event, d)
     end
   elseif event == "ready" then
     if chat.state == "starting" then
-      chat.state = "idle" -- the status event that follows says so too
+      chat.state = "idle" -- the host sends its status (idle) first; a stub may not
     end
     chat.models = d.models or chat.models
     chat.commands = d.commands or chat.commands
