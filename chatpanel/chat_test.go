@@ -811,6 +811,7 @@ func TestChatPlanApprovalSetsTheChosenMode(t *testing.T) {
 				"accept_plan_mode": tt.accept})
 			if tt.asks {
 				perm := h.rec.wait(t, 1, "permission", func(d map[string]any) bool { return d["kind"] == "edit" })
+				h.WaitFor(t, 30*nvimtest.Slack*time.Second, waitDiffOpen, "", "the diff opens")
 				h.call(t, "chat_permission", map[string]any{"id": id, "request_id": perm["request_id"], "behavior": "deny"})
 			}
 			h.rec.wait(t, 1, "turn_done", nil)
