@@ -29,8 +29,10 @@ type Editor interface {
 // Reviewer is the diff review the chat's edit permissions open
 // (review.Reviews).
 type Reviewer interface {
-	// Review shows a proposal and waits for the user's verdict.
-	Review(ctx context.Context, r host.ReviewRequest) (host.Verdict, error)
+	// Begin registers a proposal's review at once (a decision from the
+	// chat finds it from then on); its Wait shows it and waits for the
+	// user's verdict.
+	Begin(r host.ReviewRequest) host.PendingReview
 	// DecideOwned ends owner's pending diff named tabName as if the user
 	// had decided in Neovim; false when none was pending.
 	DecideOwned(ctx context.Context, owner, tabName string, v host.Verdict) bool

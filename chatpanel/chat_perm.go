@@ -126,10 +126,12 @@ func (ch *chatProc) onPermission(e chat.PermissionRequestEvent) {
 	ch.mu.Lock()
 	ch.perms[e.RequestID] = p
 	ch.mu.Unlock()
-	ch.push("permission", data)
 	if p.diff {
+		// Registered before Lua hears of the prompt: an answer from the
+		// chat, however quick, finds the review.
 		ch.startReview(p)
 	}
+	ch.push("permission", data)
 }
 
 // prepareDiff computes an Edit/Write/MultiEdit's proposed file; p.diff
@@ -166,13 +168,13 @@ func (ch *chatProc) owner() string { return "chat:" + ch.id }
 func (ch *chatProc) startReview(p *chatPerm) {
 	ctx, cancel := context.WithCancel(ch.ctx)
 	p.cancel = cancel
-	d := ch.c.peers.Review
+	pending := ch.c.peers.Review.Begin(host.ReviewRequest{Owner: ch.owner(), TabName: p.tabName, OldPath: p.path,
+		NewPath: p.path, Contents: p.proposal})
 	ch.wg.Add(1)
 	go func() {
 		defer ch.wg.Done()
 		defer cancel()
-		ans, err := d.Review(ctx, host.ReviewRequest{Owner: ch.owner(), TabName: p.tabName, OldPath: p.path,
-			NewPath: p.path, Contents: p.proposal})
+		ans, err := pending.Wait(ctx)
 		if err != nil {
 			if ctx.Err() == nil {
 				ch.system("warn", "Could not open the diff for "+p.path+": "+err.Error()+"; answer in the chat.")

@@ -15,15 +15,37 @@ import (
 // the user's verdict on a proposed file (the chat's permission prompts,
 // code actions).
 func (c *Reviews) Review(ctx context.Context, r host.ReviewRequest) (host.Verdict, error) {
+	return c.Begin(r).Wait(ctx)
+}
+
+// pendingReview is a registered review whose diff Wait shows.
+type pendingReview struct {
+	c          *Reviews
+	s          *diffSession
+	superseded []*diffSession
+	r          host.ReviewRequest
+}
+
+// Begin registers r at once, without blocking (DecideOwned finds it from
+// now on), and returns what shows it and waits for the verdict. Wait must
+// be called.
+func (c *Reviews) Begin(r host.ReviewRequest) host.PendingReview {
 	// The same name again from the same owner replaces the older diff; its
 	// caller gets a "no", never a silent yes.
 	superseded := c.take(func(s *diffSession) bool { return s.client == r.Owner && s.tabName == r.TabName })
 	for _, s := range superseded {
 		s.resolve(host.Verdict{Text: host.VerdictRejected})
 	}
-	c.closeWindows(ctx, superseded)
+	return &pendingReview{c: c, s: c.add(r.Owner, r.TabName, r.NewPath), superseded: superseded, r: r}
+}
 
-	s := c.add(r.Owner, r.TabName, r.NewPath)
+// Wait closes the windows of the diffs this one replaced, shows this one
+// and blocks until the user decides, close_tab or closeAllDiffTabs ends it,
+// or ctx ends.
+func (p *pendingReview) Wait(ctx context.Context) (host.Verdict, error) {
+	c, s, r := p.c, p.s, p.r
+	p.r.Contents = ""
+	c.closeWindows(ctx, p.superseded)
 	openCtx, cancel := context.WithTimeout(ctx, diffOpenTimeout)
 	large := len(r.Contents) >= 1<<20
 	view, err := c.ed.OpenDiff(openCtx, nvimbridge.DiffRequest{

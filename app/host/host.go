@@ -197,3 +197,10 @@ type Verdict struct {
 	Text     string // VerdictAccepted, VerdictRejected or VerdictClosed
 	Contents string // the accepted text (as the user left it), with VerdictAccepted
 }
+
+// PendingReview is a review registered with the diff review (so that a
+// decision made from elsewhere, like the chat's prompt, finds it at once)
+// whose diff Wait shows; Wait blocks until the verdict or ctx ends.
+type PendingReview interface {
+	Wait(ctx context.Context) (Verdict, error)
+}
