@@ -209,7 +209,51 @@ func (e *diffEnv) layout(t *testing.T) diffLayoutState {
 	return l
 }
 
+// waitSameLayout waits (a few seconds at most) for the layout to be
+// before's again: a window closed by the user (:bwipeout!) is restored from
+// Neovim's own events, which may run a moment after the diff is seen closed.
+func (e *diffEnv) waitSameLayout(t *testing.T, what string, before diffLayoutState) {
+	t.Helper()
+	deadline := time.Now().Add(5 * nvimtest.Slack * time.Second)
+	for {
+		after := e.layout(t)
+		if sameLayout(before, after) || time.Now().After(deadline) {
+			diffSameLayout(t, what, before, after)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// sameLayout is diffSameLayout's comparison.
+func sameLayout(before, after diffLayoutState) bool {
+	ok := true
+	func() {
+		ft := &fatalCatcher{}
+		diffSameLayoutTo(ft, "", before, after)
+		ok = !ft.failed
+	}()
+	return ok
+}
+
 func diffSameLayout(t *testing.T, what string, before, after diffLayoutState) {
+	t.Helper()
+	diffSameLayoutTo(t, what, before, after)
+}
+
+// fatalCatcher records a failure instead of ending the test.
+type fatalCatcher struct{ failed bool }
+
+func (f *fatalCatcher) Helper()               {}
+func (f *fatalCatcher) Fatalf(string, ...any) { f.failed = true }
+
+// layoutReporter is the part of testing.T the comparison uses.
+type layoutReporter interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
+func diffSameLayoutTo(t layoutReporter, what string, before, after diffLayoutState) {
 	t.Helper()
 	// A terminal window's cursor in Terminal mode is where the job's
 	// screen puts it (it moves as the terminal draws), not ours to keep.
@@ -465,7 +509,7 @@ func TestDiffRejectRoutes(t *testing.T) {
 			}
 			e.waitClosed(t, v)
 			e.noDecision(t)
-			diffSameLayout(t, tt.name, before, e.layout(t))
+			e.waitSameLayout(t, tt.name, before)
 		})
 	}
 }
