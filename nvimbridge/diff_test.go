@@ -225,38 +225,10 @@ func (e *diffEnv) waitSameLayout(t *testing.T, what string, before diffLayoutSta
 	}
 }
 
-// sameLayout is diffSameLayout's comparison.
+// sameLayout compares two layouts, but for a terminal window's cursor in
+// Terminal mode: that is where the job's screen puts it (it moves as the
+// terminal draws), not ours to keep.
 func sameLayout(before, after diffLayoutState) bool {
-	ok := true
-	func() {
-		ft := &fatalCatcher{}
-		diffSameLayoutTo(ft, "", before, after)
-		ok = !ft.failed
-	}()
-	return ok
-}
-
-func diffSameLayout(t *testing.T, what string, before, after diffLayoutState) {
-	t.Helper()
-	diffSameLayoutTo(t, what, before, after)
-}
-
-// fatalCatcher records a failure instead of ending the test.
-type fatalCatcher struct{ failed bool }
-
-func (f *fatalCatcher) Helper()               {}
-func (f *fatalCatcher) Fatalf(string, ...any) { f.failed = true }
-
-// layoutReporter is the part of testing.T the comparison uses.
-type layoutReporter interface {
-	Helper()
-	Fatalf(format string, args ...any)
-}
-
-func diffSameLayoutTo(t layoutReporter, what string, before, after diffLayoutState) {
-	t.Helper()
-	// A terminal window's cursor in Terminal mode is where the job's
-	// screen puts it (it moves as the terminal draws), not ours to keep.
 	if before.Mode == "t" && after.Mode == "t" {
 		for _, st := range []*diffLayoutState{&before, &after} {
 			wins := append([]diffLayoutWin(nil), st.Wins...)
@@ -268,7 +240,12 @@ func diffSameLayoutTo(t layoutReporter, what string, before, after diffLayoutSta
 			st.Wins = wins
 		}
 	}
-	if !reflect.DeepEqual(before, after) {
+	return reflect.DeepEqual(before, after)
+}
+
+func diffSameLayout(t *testing.T, what string, before, after diffLayoutState) {
+	t.Helper()
+	if !sameLayout(before, after) {
 		b, _ := json.Marshal(before)
 		a, _ := json.Marshal(after)
 		t.Fatalf("%s: layout not restored\nbefore: %s\nafter:  %s", what, b, a)
