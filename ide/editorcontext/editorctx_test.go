@@ -60,12 +60,9 @@ require("claude").setup({})`
 	n := nvimtest.Start(t, nvimtest.Options{Dir: dir, Init: init})
 	b := nvimbridge.Wrap(n.Nvim, nil)
 	t.Cleanup(b.CloseProposals)
-	var feat *Context
 	app := core.New(core.Options{Editor: b, Features: func(h host.Host) []host.Feature {
-		feat = New(h, b, "test")
-		return []host.Feature{feat}
+		return []host.Feature{New(h, b, "test")}
 	}})
-	_ = feat
 	if err := app.Register(b); err != nil {
 		t.Fatal(err)
 	}
