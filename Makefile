@@ -1,6 +1,7 @@
 # nvim-claude — build, run, test, bench.
 #
-#   make          build bin/nvim-claude (needs only Go) and doc/tags
+#   make          bin/nvim-claude (built with Go >= go.mod's version; without one,
+#                 the prebuilt release asset, SHA-256 checked) and doc/tags
 #   make run      build, fetch Neovim / the CLI if missing, open Neovim with :ClaudeStart
 #   make test     fetch what tests need (Neovim 0.7/0.10/0.12, the pinned CLI), run everything
 #   make test-latest   the end-to-end tests against npm's newest CLI (when a new one appears)
@@ -20,7 +21,7 @@ GO_SOURCES := $(shell find cmd app ide review kernel chatpanel mcp nvimbridge pl
 
 # Packages whose tests start Neovim: run once per Neovim line. The rest run once.
 NVIM_PKGS := ./nvimbridge/... ./app/... ./ide/... ./review/... ./kernel/... ./edtools/... ./chatpanel/... ./cmd/... ./internal/e2e/... ./internal/soak/...
-PURE_PKGS := ./mcp/... ./chat/... ./workspace/... ./internal/archtest/... ./internal/fakeapi/... ./internal/clienv/... ./internal/bench/...
+PURE_PKGS := ./internal/release/... ./mcp/... ./chat/... ./workspace/... ./internal/archtest/... ./internal/fakeapi/... ./internal/clienv/... ./internal/bench/...
 
 .PHONY: all build run test test-deps test-latest vet bench soak fuzz clean
 
@@ -29,8 +30,7 @@ all: build
 build: $(BIN) doc/tags
 
 $(BIN): $(GO_SOURCES)
-	@scripts/check-go
-	$(GO) build -trimpath -o $(BIN) ./cmd/nvim-claude
+	@GO=$(GO) scripts/build-host
 
 # :help nvim-claude needs doc/tags; generated, never committed.
 doc/tags: $(wildcard doc/*.txt)
@@ -40,8 +40,9 @@ doc/tags: $(wildcard doc/*.txt)
 # PATH, else the pinned version into .cache, in the default permission mode so
 # that its edits open the diff review (its own default, auto mode, writes them
 # straight to disk).
-run: build
+run:
 	@nvim=$$(command -v nvim || scripts/get-nvim 0.12) && \
+	NVIM="$$nvim" $(MAKE) --no-print-directory build && \
 	claude=$$(command -v claude || scripts/install-claude $(CLAUDE_VERSION)) && \
 	echo "nvim: $$nvim  claude: $$claude" && \
 	exec "$$nvim" --cmd "set rtp^=$(CURDIR)" \

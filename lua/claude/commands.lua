@@ -26,6 +26,15 @@ function M.create()
   cmd("ClaudeStop", function()
     claude().stop()
   end, { nargs = 0, desc = "Stop the Claude terminal and the IDE server" })
+  cmd("ClaudeInstall", function(o)
+    require("claude.install").command(o.args)
+  end, {
+    nargs = "?",
+    complete = function()
+      return { "auto", "build", "download" }
+    end,
+    desc = "Build the Go host with Go, or download the prebuilt one (SHA-256 checked)",
+  })
   cmd("ClaudeStatus", function()
     vim.notify(claude().status_text(), vim.log.levels.INFO, { title = "nvim-claude" })
   end, { nargs = 0, desc = "Show the IDE server's port, lock file and connected CLIs" })

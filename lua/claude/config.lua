@@ -23,6 +23,7 @@
 ---@field editor_tools? {enable?: boolean, allow?: string[]}
 ---@field chat? claude.Config.Chat
 ---@field diff? claude.Config.Diff
+---@field install? {base_url?: string} where :ClaudeInstall downloads the prebuilt host from
 
 ---@class claude.Config.Terminal
 ---@field provider? "native"|"snacks"|"none"
@@ -64,6 +65,7 @@
 ---@field open_in_new_tab? boolean
 ---@field keep_terminal_focus? boolean
 ---@field keymaps? {accept?: string, reject?: string}
+---@field hint? boolean a line over the proposal naming the keys that answer it
 local M = {}
 
 local levels = { trace = 0, debug = 1, info = 2, warn = 3, error = 4 }
@@ -174,6 +176,13 @@ function M.defaults()
         accept = "<leader>ca",
         reject = "<leader>cr",
       },
+      hint = true, -- a line over the proposal: ":w accept · :q reject · <leader>ca / <leader>cr"
+    },
+    install = {
+      -- where :ClaudeInstall (and build.lua, make without Go) downloads the
+      -- prebuilt host; "{version}" is the plugin's version. nil: the
+      -- project's GitHub release ($NVIM_CLAUDE_RELEASE_URL overrides).
+      base_url = nil,
     },
   }
 end
@@ -432,6 +441,19 @@ local schema = {
           reject = { types = { "string", "boolean" }, check = key_or_false },
         },
       },
+      hint = { types = { "boolean" } },
+    },
+  },
+  install = {
+    table = {
+      base_url = {
+        types = { "string" },
+        check = function(v)
+          if not v:match("^https?://") then
+            return "must be an http:// or https:// URL"
+          end
+        end,
+      },
     },
   },
 }
@@ -568,7 +590,7 @@ end
 
 --- Path of the Go host binary.
 function M.bin()
-  return M.options.bin or (plugin_root() .. "/bin/nvim-claude")
+  return M.options.bin or require("claude.install").target(plugin_root())
 end
 
 --- Log level as the name the Go host takes.

@@ -1,0 +1,496 @@
+-- Installs the Go host, bin/nvim-claude: built with Go when a Go new enough
+-- for go.mod is on PATH, else downloaded as the prebuilt release asset of
+-- this plugin's version and installed only once its SHA-256 matches the
+-- release's SHA256SUMS. One implementation for every way in: `make` (when it
+-- finds no Go), build.lua (lazy.nvim runs it), :ClaudeInstall, and
+-- :checkhealth's advice. Knows nothing of the host's protocol.
+--
+-- Never blocks Neovim while it works (jobs and callbacks); main() and
+-- run_sync() wait for it, for build steps that have nothing else to do.
+local M = {}
+
+local uv = vim.uv or vim.loop
+
+-- The release that assets are downloaded from, by default; an option
+-- (install.base_url) or $NVIM_CLAUDE_RELEASE_URL replaces it ("{version}"
+-- in either becomes the plugin's version).
+M.DEFAULT_BASE_URL = "https://github.com/nvim-claude/nvim-claude/releases/download/v{version}"
+
+local function root()
+  -- this file is <root>/lua/claude/install.lua
+  local src = debug.getinfo(1, "S").source:sub(2)
+  return vim.fn.fnamemodify(src, ":p:h:h:h")
+end
+
+local function is_windows()
+  return uv.os_uname().sysname:find("Windows") ~= nil
+end
+
+--- The plugin's version (lua/claude/version.lua), which the host must have.
+function M.version()
+  return require("claude.version")
+end
+
+--- Where the host goes: <root>/bin/nvim-claude (.exe on Windows).
+function M.target(r)
+  return (r or root()) .. "/bin/nvim-claude" .. (is_windows() and ".exe" or "")
+end
+
+--- The Go version go.mod needs ("1.25"), or nil.
+function M.go_needed(r)
+  local f = io.open((r or root()) .. "/go.mod", "r")
+  if not f then
+    return nil
+  end
+  local text = f:read("*a")
+  f:close()
+  return text:match("\ngo (%d+%.%d+[%.%d]*)")
+end
+
+-- older(a, b): dotted version a < b.
+local function older(a, b)
+  local x, y = vim.split(a, ".", { plain = true }), vim.split(b, ".", { plain = true })
+  for i = 1, math.max(#x, #y) do
+    local p, q = tonumber(x[i]) or 0, tonumber(y[i]) or 0
+    if p ~= q then
+      return p < q
+    end
+  end
+  return false
+end
+
+--- What Go on PATH can do: {path, version ("1.26.8"), need ("1.25"), ok}
+--- (ok: it can build the host). $GO names another go.
+function M.go(r)
+  local need = M.go_needed(r) or "1.22"
+  local path = vim.fn.exepath(vim.env.GO ~= nil and vim.env.GO ~= "" and vim.env.GO or "go")
+  local res = { need = need, ok = false }
+  if path == "" then
+    return res
+  end
+  res.path = path
+  local out = vim.fn.system({ path, "env", "GOVERSION" })
+  res.version = vim.v.shell_error == 0 and out:match("go(%d+%.%d+[%.%d]*)") or nil
+  res.ok = res.version ~= nil and not older(res.version, need)
+  return res
+end
+
+--- The release asset for this platform: "nvim-claude_0.1.0_linux_amd64",
+--- or nil and why there is none.
+function M.asset(version, uname)
+  uname = uname or uv.os_uname()
+  local oses = { Linux = "linux", Darwin = "darwin", Windows_NT = "windows" }
+  local arches = { x86_64 = "amd64", amd64 = "amd64", AMD64 = "amd64", aarch64 = "arm64", arm64 = "arm64" }
+  local os_name, arch = oses[uname.sysname], arches[uname.machine]
+  if os_name == "windows" and arch ~= "amd64" then
+    arch = nil
+  end
+  if not os_name or not arch then
+    return nil, string.format("there is no prebuilt host for %s/%s", uname.sysname, uname.machine)
+  end
+  return string.format("nvim-claude_%s_%s_%s%s", version, os_name, arch, os_name == "windows" and ".exe" or "")
+end
+
+--- The base URL assets come from: opts.base_url, else
+--- $NVIM_CLAUDE_RELEASE_URL, else the option install.base_url, else the
+--- project's GitHub release of this version.
+function M.base_url(opts)
+  local url = opts and opts.base_url
+  if url == nil or url == "" then
+    url = vim.env.NVIM_CLAUDE_RELEASE_URL
+  end
+  if url == nil or url == "" then
+    local ok, config = pcall(require, "claude.config")
+    url = ok and config.options and config.options.install and config.options.install.base_url or nil
+  end
+  if url == nil or url == "" then
+    url = M.DEFAULT_BASE_URL
+  end
+  return (url:gsub("{version}", M.version()):gsub("/+$", ""))
+end
+
+-- run(argv, cb): a job; cb(code, stdout, stderr) with the output as one
+-- string each. A program that cannot start is code -1.
+local function run(argv, opts, cb)
+  local out, err = {}, {}
+  local ok, job = pcall(vim.fn.jobstart, argv, {
+    cwd = opts.cwd,
+    env = opts.env,
+    stdout_buffered = true,
+    stderr_buffered = true,
+    on_stdout = function(_, d)
+      out = d
+    end,
+    on_stderr = function(_, d)
+      err = d
+    end,
+    on_exit = function(_, code)
+      vim.schedule(function()
+        cb(code, vim.trim(table.concat(out, "\n")), vim.trim(table.concat(err, "\n")))
+      end)
+    end,
+  })
+  if not ok or job <= 0 then
+    vim.schedule(function()
+      cb(-1, "", string.format("cannot run %s: %s", argv[1], ok and job or tostring(job)))
+    end)
+  end
+end
+
+-- The temporary names install writes beside the target: one per process,
+-- renamed into place or removed; sweep() removes those of processes that
+-- are gone (a build step killed half way).
+local TMP_PREFIX = ".nvim-claude.part."
+
+local function tmp_name(dir, what)
+  return string.format("%s/%s%d.%s", dir, TMP_PREFIX, vim.fn.getpid(), what)
+end
+
+local function pid_alive(pid)
+  local ret, _, name = uv.kill(pid, 0)
+  return ret == 0 or name == "EPERM"
+end
+
+local function sweep(dir)
+  local h = uv.fs_scandir(dir)
+  while h do
+    local name = uv.fs_scandir_next(h)
+    if not name then
+      break
+    end
+    local pid = name:sub(1, #TMP_PREFIX) == TMP_PREFIX and tonumber(name:sub(#TMP_PREFIX + 1):match("^(%d+)%.")) or nil
+    if pid and (pid == vim.fn.getpid() or not pid_alive(pid)) then
+      os.remove(dir .. "/" .. name)
+    end
+  end
+end
+
+-- The SHA-256 of a file with the first tool found: sha256sum (GNU),
+-- shasum (macOS), openssl, certutil (Windows). cb(hex) or cb(nil, why).
+local function sha256(path, cb)
+  local tools = {
+    { "sha256sum", "--", path },
+    { "shasum", "-a", "256", path },
+    { "openssl", "dgst", "-sha256", "-r", path },
+    { "certutil", "-hashfile", path, "SHA256" },
+  }
+  for _, argv in ipairs(tools) do
+    if vim.fn.executable(argv[1]) == 1 then
+      return run(argv, {}, function(code, out, err)
+        local hex
+        for run_ in (code == 0 and out or ""):gmatch("%x+") do
+          if #run_ == 64 then
+            hex = run_
+            break
+          end
+        end
+        if hex then
+          cb(hex:lower())
+        else
+          cb(nil, string.format("%s failed: %s", argv[1], err ~= "" and err or out))
+        end
+      end)
+    end
+  end
+  cb(nil, "no SHA-256 tool found (sha256sum, shasum, openssl or certutil)")
+end
+
+-- fetch(url, dest, cb): cb(nil) once url's body is in dest; else
+-- cb({ status = 404 }) or cb({ network = "curl: (7) …" }).
+local function fetch(url, dest, cb)
+  if vim.fn.executable("curl") == 1 then
+    return run(
+      { "curl", "-sS", "-L", "--connect-timeout", "15", "--retry", "1", "-o", dest, "-w", "%{http_code}", url },
+      {},
+      function(code, out, err)
+        local status = tonumber(out)
+        if code ~= 0 then
+          cb({ network = err ~= "" and err or ("curl exited " .. code) })
+        elseif status ~= 200 then
+          cb({ status = status or 0 })
+        else
+          cb(nil)
+        end
+      end
+    )
+  end
+  if vim.fn.executable("wget") == 1 then
+    return run({ "wget", "-q", "-S", "-O", dest, url }, {}, function(code, _, err)
+      -- wget exits 8 for an HTTP error; its headers are on stderr
+      local status
+      for s in err:gmatch("HTTP/%S+%s+(%d+)") do
+        status = tonumber(s)
+      end
+      if code == 8 then
+        cb({ status = status or 0 })
+      elseif code ~= 0 then
+        cb({ network = "wget exited " .. code .. (err ~= "" and (": " .. err:match("[^\n]*$")) or "") })
+      else
+        cb(nil)
+      end
+    end)
+  end
+  cb({ network = "neither curl nor wget is installed" })
+end
+
+-- The two ways out, for a message about a download that did not work.
+local function ways_out(r, go, asset, base)
+  return string.format(
+    "Two ways out: install Go %s or newer (https://go.dev/dl/; on Debian 12, golang from bookworm-backports) and run `make` in %s (or :ClaudeInstall build); or, on a machine with network, download %s and SHA256SUMS from %s, check the checksum, and put the file at %s.",
+    go.need,
+    r,
+    asset or "the asset for your platform",
+    base,
+    M.target(r)
+  )
+end
+
+-- check_version(path, want, cb): the binary runs here and is version want.
+local function check_version(path, want, cb)
+  run({ path, "-version" }, {}, function(code, out, err)
+    local got = out:match("nvim%-claude%s+(%S+)")
+    if code ~= 0 or not got then
+      cb(string.format("it does not run here: %s", err ~= "" and err or out))
+    elseif got ~= want then
+      cb(string.format("it is version %s, not %s", got, want))
+    else
+      cb(nil)
+    end
+  end)
+end
+
+-- install_file(tmp, dest): tmp becomes dest in one rename (an old host a
+-- running Neovim still uses keeps its file until it exits).
+local function install_file(tmp, dest)
+  uv.fs_chmod(tmp, tonumber("755", 8))
+  if is_windows() then
+    os.remove(dest) -- rename does not replace there
+  end
+  local ok, err = os.rename(tmp, dest)
+  if not ok then
+    os.remove(tmp)
+    return err
+  end
+end
+
+local function short(path)
+  return vim.fn.fnamemodify(path, ":~")
+end
+
+--- Builds the host with Go: go build -trimpath into a temporary name, then
+--- renamed into place. cb(ok, message).
+function M.build(opts, cb)
+  local r = opts.root or root()
+  local go = opts.go or M.go(r)
+  local dest = M.target(r)
+  local dir = vim.fn.fnamemodify(dest, ":h")
+  vim.fn.mkdir(dir, "p")
+  sweep(dir)
+  local tmp = tmp_name(dir, "build")
+  run({ go.path, "build", "-trimpath", "-o", tmp, "./cmd/nvim-claude" }, { cwd = r }, function(code, out, err)
+    if code ~= 0 then
+      os.remove(tmp)
+      return cb(false, string.format("nvim-claude: `go build` failed in %s:\n%s", r, err ~= "" and err or out))
+    end
+    local e = install_file(tmp, dest)
+    if e then
+      return cb(false, string.format("nvim-claude: could not install %s: %s", dest, e))
+    end
+    cb(true, string.format("nvim-claude: built %s %s with Go %s (%s)", short(dest), M.version(), go.version, go.path))
+  end)
+end
+
+--- Downloads the release asset of this plugin's version for this platform,
+--- verifies its SHA-256 against the release's SHA256SUMS, checks that it
+--- runs and is this version, and only then installs it. cb(ok, message);
+--- on every failure nothing is installed and nothing is left behind.
+function M.download(opts, cb)
+  local r = opts.root or root()
+  local go = opts.go or M.go(r)
+  local version = M.version()
+  local base = M.base_url(opts)
+  local asset, why = M.asset(version, opts.uname)
+  if not asset then
+    return cb(false, string.format("nvim-claude: %s. Install Go %s or newer and run `make` in %s.", why, go.need, r))
+  end
+  local dest = M.target(r)
+  local dir = vim.fn.fnamemodify(dest, ":h")
+  vim.fn.mkdir(dir, "p")
+  sweep(dir)
+  local sums_tmp, asset_tmp = tmp_name(dir, "sums"), tmp_name(dir, "asset")
+  local function fail(msg)
+    os.remove(sums_tmp)
+    os.remove(asset_tmp)
+    cb(false, msg)
+  end
+  local function fetch_failed(url, e)
+    if e.network then
+      return fail(string.format("nvim-claude: could not download %s: %s. %s", url, e.network, ways_out(r, go, asset, base)))
+    end
+    local what = url:sub(-#"SHA256SUMS") == "SHA256SUMS" and ("no release of version " .. version)
+      or ("no release asset " .. asset .. " of version " .. version)
+    return fail(
+      string.format("nvim-claude: %s answered HTTP %d: %s there. %s", url, e.status, what, ways_out(r, go, asset, base))
+    )
+  end
+  local sums_url = base .. "/SHA256SUMS"
+  fetch(sums_url, sums_tmp, function(e)
+    if e then
+      return fetch_failed(sums_url, e)
+    end
+    local f = io.open(sums_tmp, "r")
+    local sums = f and f:read("*a") or ""
+    if f then
+      f:close()
+    end
+    local want
+    for line in sums:gmatch("[^\r\n]+") do
+      local hex, name = line:match("^(%x+)%s+%*?(.-)%s*$")
+      if name == asset and #hex == 64 then
+        want = hex:lower()
+      end
+    end
+    if not want then
+      return fail(
+        string.format(
+          "nvim-claude: %s lists no checksum for %s, so it was not downloaded. %s",
+          sums_url,
+          asset,
+          ways_out(r, go, asset, base)
+        )
+      )
+    end
+    local url = base .. "/" .. asset
+    fetch(url, asset_tmp, function(e2)
+      if e2 then
+        return fetch_failed(url, e2)
+      end
+      sha256(asset_tmp, function(got, serr)
+        if not got then
+          return fail("nvim-claude: could not check the download's SHA-256: " .. serr .. "; nothing was installed.")
+        end
+        if got ~= want then
+          return fail(
+            string.format(
+              "nvim-claude: refused %s: its SHA-256 is %s but SHA256SUMS says %s. Nothing was installed (a damaged or tampered download; try again, or build with Go %s+).",
+              url,
+              got,
+              want,
+              go.need
+            )
+          )
+        end
+        uv.fs_chmod(asset_tmp, tonumber("755", 8))
+        check_version(asset_tmp, version, function(verr)
+          if verr then
+            return fail(string.format("nvim-claude: refused %s: %s. Nothing was installed.", url, verr))
+          end
+          os.remove(sums_tmp)
+          local ierr = install_file(asset_tmp, dest)
+          if ierr then
+            return fail(string.format("nvim-claude: could not install %s: %s", dest, ierr))
+          end
+          cb(
+            true,
+            string.format(
+              "nvim-claude: downloaded %s from %s, SHA-256 %s matches SHA256SUMS, installed %s (version %s)",
+              asset,
+              base,
+              got,
+              short(dest),
+              version
+            )
+          )
+        end)
+      end)
+    end)
+  end)
+end
+
+--- Installs the host: mode "build" (Go), "download", or "auto" (the
+--- default: build when Go can, else download, and say why). cb(ok, message).
+---@param opts {mode?: "auto"|"build"|"download", base_url?: string, root?: string}
+---@param cb fun(ok: boolean, msg: string)
+function M.run(opts, cb)
+  opts = opts or {}
+  local r = opts.root or root()
+  local go = M.go(r)
+  local mode = opts.mode or "auto"
+  local o = vim.tbl_extend("force", opts, { root = r, go = go })
+  if mode == "build" or (mode == "auto" and go.ok) then
+    if not go.ok then
+      return cb(
+        false,
+        go.path
+            and string.format(
+              "nvim-claude: %s is Go %s; the host needs Go %s or newer (Debian 12's golang-go is 1.19: use bookworm-backports or https://go.dev/dl/), or run :ClaudeInstall download.",
+              go.path,
+              go.version or "of unknown version",
+              go.need
+            )
+          or string.format(
+            "nvim-claude: there is no `go` on PATH; the host needs Go %s or newer (https://go.dev/dl/), or run :ClaudeInstall download.",
+            go.need
+          )
+      )
+    end
+    return M.build(o, cb)
+  end
+  if mode ~= "auto" and mode ~= "download" then
+    return cb(false, string.format("nvim-claude: unknown install mode %q: use auto, build or download", mode))
+  end
+  local reason = ""
+  if mode == "auto" then
+    reason = go.path
+        and string.format("%s is Go %s, older than the %s the host needs; ", go.path, go.version or "?", go.need)
+      or string.format("no Go on PATH (the host needs Go %s to build); ", go.need)
+  end
+  M.download(o, function(ok, msg)
+    if ok and reason ~= "" then
+      msg = msg:gsub("^nvim%-claude: ", "nvim-claude: " .. reason)
+    end
+    cb(ok, msg)
+  end)
+end
+
+--- run(), waiting for it (build steps: lazy.nvim's build.lua, make).
+--- Returns ok, message.
+function M.run_sync(opts)
+  local done, res_ok, res_msg = false, false, nil
+  M.run(opts, function(ok, msg)
+    done, res_ok, res_msg = true, ok, msg
+  end)
+  vim.wait(15 * 60 * 1000, function()
+    return done
+  end, 50)
+  if not done then
+    return false, "nvim-claude: the install did not finish within 15 minutes"
+  end
+  return res_ok, res_msg
+end
+
+--- For `nvim --headless … -c "lua require('claude.install').main()"`
+--- (make): runs, prints the outcome, and quits Neovim with status 0 or 1.
+---@param mode? "auto"|"build"|"download"
+function M.main(mode)
+  local ok, msg = M.run_sync({ mode = mode })
+  io.stdout:write(msg, "\n")
+  io.stdout:flush()
+  vim.cmd(ok and "qall!" or "cquit 1")
+end
+
+--- :ClaudeInstall [auto|build|download]: installs in the background and
+--- says what it did; a running host goes on until :ClaudeStop.
+function M.command(arg)
+  local mode = arg ~= "" and arg or "auto"
+  vim.notify("nvim-claude: installing the host (" .. mode .. ")…", vim.log.levels.INFO, { title = "nvim-claude" })
+  M.run({ mode = mode }, function(ok, msg)
+    local server = package.loaded["claude.server"]
+    if ok and server and server.state().chan then
+      msg = msg .. ". The running host goes on until :ClaudeStop; the next start uses the new one."
+    end
+    vim.notify(msg, ok and vim.log.levels.INFO or vim.log.levels.ERROR, { title = "nvim-claude" })
+  end)
+end
+
+return M
