@@ -146,7 +146,8 @@ func (a *App) Register(r Registrar) error {
 	reqs := map[string]host.LuaRequest{
 		"options": host.Request("options", func(_ context.Context, o host.Options) (any, error) {
 			a.SetOptions(o)
-			return map[string]any{}, nil
+			// Lua checks that the host is its own version (server.lua).
+			return map[string]any{"version": a.version}, nil
 		}),
 		"start":  host.Request("start", a.handleStart),
 		"stop":   a.handleStop,

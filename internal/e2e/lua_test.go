@@ -304,8 +304,8 @@ func TestSetupCostsNothingAndLoadOrder(t *testing.T) {
 	n.Eval(t, `local c = 0
 for name in pairs(vim.api.nvim_get_commands({})) do if name:match("^Claude") then c = c + 1 end end
 return { cmds = c, job = require("claude.server").state().chan ~= nil }`, &res)
-	if res.Cmds != 17 || res.Job {
-		t.Fatalf("after setup + plugin file: %+v (want 17 commands, no job)", res)
+	if res.Cmds != 18 || res.Job {
+		t.Fatalf("after setup + plugin file: %+v (want 18 commands, no job)", res)
 	}
 }
 
@@ -314,8 +314,28 @@ func TestMissingBinary(t *testing.T) {
 	n.Exec(t, `require("claude").setup({ bin = "/nonexistent/nvim-claude" }) vim.cmd("ClaudeServe")`)
 	var ns []note
 	n.Eval(t, `return _G.notes`, &ns)
-	if len(ns) != 1 || ns[0].Level != 4 || !strings.Contains(ns[0].Msg, "make") || !strings.Contains(ns[0].Msg, "/nonexistent/nvim-claude") {
-		t.Fatalf("want one error naming the binary and `make`, got %+v", ns)
+	if len(ns) != 1 || ns[0].Level != 4 || !strings.Contains(ns[0].Msg, "make") || !strings.Contains(ns[0].Msg, ":ClaudeInstall") || !strings.Contains(ns[0].Msg, "/nonexistent/nvim-claude") {
+		t.Fatalf("want one error naming the binary, :ClaudeInstall and `make`, got %+v", ns)
+	}
+}
+
+// TestHostOfAnotherVersionIsNotUsed: a host whose version is not the
+// plugin's (left from an update) is reported and stopped, never used.
+func TestHostOfAnotherVersionIsNotUsed(t *testing.T) {
+	e := startEditor(t, editorOpts{})
+	e.Exec(t, captureNotify)
+	e.Exec(t, `package.loaded["claude.version"] = "9.9.9" vim.cmd("ClaudeServe")`)
+	var res struct {
+		Job     bool `json:"job"`
+		Running bool `json:"running"`
+	}
+	e.Eval(t, `local s = require("claude.server") return { job = s.state().chan ~= nil, running = s.is_running() }`, &res)
+	ns := e.notes(t)
+	if res.Job || res.Running {
+		t.Errorf("a host of another version still runs: %+v", res)
+	}
+	if len(ns) != 1 || ns[0].Level != 4 || !strings.Contains(ns[0].Msg, "is version "+pluginVersion(t)+", but the plugin is 9.9.9") || !strings.Contains(ns[0].Msg, ":ClaudeInstall") {
+		t.Fatalf("want one error naming both versions and the fix, got %+v", ns)
 	}
 }
 

@@ -42,27 +42,40 @@ function M.check()
   end
 
   h.start("nvim-claude: Go host")
+  local install = require("claude.install")
+  local go = install.go()
+  local fix = go.ok and ("rebuild it with `make` in " .. config.root() .. " or :ClaudeInstall")
+    or ("install it with :ClaudeInstall (no Go " .. go.need .. "+ here: it downloads the prebuilt host and checks its SHA-256)")
   local bin = config.bin()
   if vim.fn.executable(bin) ~= 1 then
-    h.error("host binary missing: " .. bin, { "run `make` in " .. config.root() .. " (needs Go)" })
+    h.error("host binary missing: " .. bin, { fix })
   else
     local ok, out = run({ bin, "-version" })
     local got = out:match("nvim%-claude%s+(%S+)")
     if not ok or not got then
-      h.error("host binary does not run: " .. bin .. ": " .. out, { "rebuild it with `make` in " .. config.root() })
+      h.error("host binary does not run: " .. bin .. ": " .. out, { fix })
     elseif got ~= version then
-      h.warn(
-        string.format("host binary is version %s, the Lua side is %s", got, version),
-        { "rebuild it with `make` in " .. config.root() }
+      h.error(
+        string.format("host binary is version %s, the plugin (its Lua) is %s: it will not be used", got, version),
+        { fix }
       )
     else
-      h.ok("host binary " .. bin .. " (" .. got .. ")")
+      h.ok("host binary " .. bin .. " (" .. got .. ", the plugin's version)")
     end
   end
-  if vim.fn.executable("go") == 1 then
-    h.ok("go found (for rebuilding)")
+  if go.ok then
+    h.ok(string.format("Go %s at %s (building the host needs %s or newer)", go.version, go.path, go.need))
+  elseif go.path then
+    h.info(
+      string.format(
+        "Go %s at %s is older than the %s building the host needs; :ClaudeInstall downloads the prebuilt host instead (newer Go: https://go.dev/dl/, or golang from bookworm-backports on Debian 12)",
+        go.version or "(unknown version)",
+        go.path,
+        go.need
+      )
+    )
   else
-    h.info("go not found: needed only to rebuild the host (`make`)")
+    h.info(string.format("no Go on PATH: needed only to build the host yourself (Go %s or newer)", go.need))
   end
 
   h.start("nvim-claude: Claude Code CLI")

@@ -100,8 +100,9 @@ function M.ensure_job()
   if vim.fn.executable(bin) ~= 1 then
     return nil,
       string.format(
-        "nvim-claude: the Go host %s is missing. Build it with `make` in %s (needs Go), or set the `bin` option.",
+        "nvim-claude: the Go host %s is missing. Run :ClaudeInstall (builds it with Go %s+, else downloads the prebuilt one and checks its SHA-256), or `make` in %s, or set the `bin` option.",
         bin,
+        require("claude.install").go_needed(config.root()) or "",
         config.root()
       )
   end
@@ -117,18 +118,33 @@ function M.ensure_job()
   end
   state.chan = chan
   state.stopping = false
-  -- The options come first: the host keeps no default of its own.
-  local sent, e = M.send_options()
-  if not sent then
+  -- The options come first: the host keeps no default of its own. Its
+  -- answer names its version, which must be ours: a host left from another
+  -- version of the plugin is reported and stopped, never used.
+  local host_version, e = M.send_options()
+  if not host_version then
+    M.stop()
     return nil, e
+  end
+  local want = require("claude.version")
+  if host_version ~= want then
+    M.stop()
+    return nil,
+      string.format(
+        "nvim-claude: the Go host %s is version %s, but the plugin is %s. Rebuild it with `make` in %s, or run :ClaudeInstall.",
+        bin,
+        host_version,
+        want,
+        config.root()
+      )
   end
   return chan
 end
 
 --- Sends the resolved options (claude.config.host_options()) to the Go
 --- host if its job runs: when the job starts and whenever setup() runs
---- again, so that a changed option applies at once. Returns true, or nil
---- and an error message.
+--- again, so that a changed option applies at once. Returns the host's
+--- version (true when no host runs), or nil and an error message.
 function M.send_options()
   if not state.chan then
     return true
@@ -137,7 +153,9 @@ function M.send_options()
   if not ok then
     return nil, "nvim-claude: the Go host refused the options: " .. tostring(res)
   end
-  return true
+  local dec_ok, answer = pcall(vim.json.decode, res)
+  local version = dec_ok and type(answer) == "table" and answer.version or nil
+  return type(version) == "string" and version or "(a version that does not say)"
 end
 
 --- Sends a request to the Go host. Returns the decoded result, or nil and
