@@ -148,3 +148,73 @@ func TestDiffClaudeStop(t *testing.T) {
 	r.WaitFor(t, 10*time.Second, `#require("claude.diff").pending() == 0 and #vim.api.nvim_list_wins() == 1 and not vim.wo.diff`,
 		`return require("claude.diff").pending()`, "the diff to close")
 }
+
+// TestDiffHint: a proposal says how to answer it (issue 17): a winbar over
+// the proposal (0.8+; a message on 0.7) with the keys as configured, gone
+// with the diff; diff.hint = false turns it off.
+func TestDiffHint(t *testing.T) {
+	var v08 int
+	for _, tt := range []struct {
+		name, extra string
+		want        string
+	}{
+		{"default keys", "", "Claude's proposal · :w accept · :q reject · <leader>ca accept · <leader>cr reject · ]c next change"},
+		{"own keys", `, diff = { keymaps = { accept = "ga", reject = false } }`, "Claude's proposal · :w accept · :q reject · ga accept · ]c next change"},
+		{"off", `, diff = { hint = false }`, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir, err := filepath.EvalSymlinks(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("a1\na2\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			e := startEditor(t, editorOpts{dir: dir, extra: tt.extra})
+			st := e.serve(t)
+			e.Eval(t, `return vim.fn.has("nvim-0.8")`, &v08)
+			e.Exec(t, `vim.cmd("edit a.txt") vim.cmd("messages clear")`)
+			r := &diffRig{editor: e, st: st, token: readLock(t, st.LockFile).AuthToken, dir: dir}
+			c := r.cli(t, 4242)
+			c.send(t, diffOpenMsg(3, filepath.Join(dir, "a.txt"), "✻ [Claude Code] a.txt (1) ⧉", "a1\nA2\n"))
+			r.waitPending(t, 1)
+			var got struct {
+				Winbar   string `json:"winbar"`
+				Messages string `json:"messages"`
+				Others   int    `json:"others"`
+			}
+			// the 0.7 message is scheduled: let it run
+			e.Exec(t, `vim.wait(50)`)
+			e.Eval(t, `local d = require("claude.diff").pending()[1]
+local w = vim.fn.win_findbuf(d.proposal_bufnr)[1]
+local others = 0
+for _, x in ipairs(vim.api.nvim_list_wins()) do
+  if x ~= w and vim.fn.has("nvim-0.8") == 1 and vim.wo[x].winbar ~= "" then others = others + 1 end
+end
+return { winbar = vim.fn.has("nvim-0.8") == 1 and vim.wo[w].winbar or "", messages = vim.fn.execute("messages"), others = others }`, &got)
+			shown := got.Winbar
+			if v08 == 0 {
+				shown = got.Messages
+			}
+			if tt.want == "" {
+				if strings.Contains(shown, "Claude's proposal") {
+					t.Errorf("hint shown with diff.hint = false: %q", shown)
+				}
+			} else if !strings.Contains(shown, tt.want) {
+				t.Errorf("hint %q, want it to contain %q", shown, tt.want)
+			}
+			if got.Others != 0 {
+				t.Errorf("%d other windows got a winbar", got.Others)
+			}
+			r.decideIn(t, "✻ [Claude Code] a.txt (1) ⧉", "quit")
+			if got := diffTexts(t, c.recv(t, 3)); len(got) != 1 || got[0] != "DIFF_REJECTED" {
+				t.Fatalf("got %q", got)
+			}
+			var bars int
+			e.Eval(t, `local n = 0 for _, x in ipairs(vim.api.nvim_list_wins()) do if vim.fn.has("nvim-0.8") == 1 and vim.wo[x].winbar ~= "" then n = n + 1 end end return n`, &bars)
+			if bars != 0 {
+				t.Errorf("%d windows keep a winbar after the diff closed", bars)
+			}
+		})
+	}
+}

@@ -57,7 +57,40 @@ local function options()
     keep_terminal_focus = o.keep_terminal_focus == true,
     accept = key(keys.accept, "<leader>ca"),
     reject = key(keys.reject, "<leader>cr"),
+    hint = o.hint ~= false,
   }
+end
+
+--- The one-line hint over a proposal: how to answer it, with the keys as
+--- configured (diff.hint = false turns it off).
+---@return string
+function M.hint_text(o)
+  o = o or options()
+  local parts = { ":w accept", ":q reject" }
+  if o.accept then
+    table.insert(parts, o.accept .. " accept")
+  end
+  if o.reject then
+    table.insert(parts, o.reject .. " reject")
+  end
+  table.insert(parts, "]c next change")
+  return "Claude's proposal · " .. table.concat(parts, " · ")
+end
+
+-- show_hint puts the hint in the proposal window's winbar (0.8+; the
+-- window is ours and goes with the diff), or says it once on 0.7.
+local function show_hint(d, o)
+  if not o.hint then
+    return
+  end
+  local text = M.hint_text(o)
+  if vim.fn.has("nvim-0.8") == 1 then
+    pcall(editor.set_win_local, d.prop_win, "winbar", "%#Comment#" .. text:gsub("%%", "%%%%"))
+  else
+    vim.schedule(function()
+      api.nvim_echo({ { "nvim-claude: " .. text, "Comment" } }, true, {})
+    end)
+  end
 end
 
 local function win_ok(win)
@@ -1104,6 +1137,7 @@ function M.open(args)
   d.shown = true
   map_keys(d, o)
   watch_proposal(d)
+  show_hint(d, o)
   focus(d, o)
   user_win = api.nvim_get_current_win()
   if d.modified then

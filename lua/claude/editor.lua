@@ -318,4 +318,19 @@ function M.byte_col(line, units, enc)
   return math.min(i - 1, n)
 end
 
+--- Sets a window-local option of win only (never the global value, which
+--- :set or vim.wo would change too): 'winbar' and the like.
+---@param win integer
+---@param name string
+---@param value any
+function M.set_win_local(win, name, value)
+  if vim.fn.has("nvim-0.10") == 1 then
+    api.nvim_set_option_value(name, value, { win = win, scope = "local" })
+  else
+    api.nvim_win_call(win, function()
+      vim.opt_local[name] = value
+    end)
+  end
+end
+
 return M

@@ -166,13 +166,7 @@ end
 --- :setlocal): another buffer shown in the window later, or a split made
 --- from it, gets the user's values, not the chat's.
 function M.set_local(win, name, value)
-  if vim.fn.has("nvim-0.10") == 1 then
-    api.nvim_set_option_value(name, value, { win = win, scope = "local" })
-  else
-    api.nvim_win_call(win, function()
-      vim.opt_local[name] = value
-    end)
-  end
+  require("claude.editor").set_win_local(win, name, value)
 end
 local set_local = M.set_local
 
