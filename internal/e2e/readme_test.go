@@ -14,7 +14,7 @@ import (
 
 // TestREADMELazySpecLoadsEveryCommand reads the commands and <Plug> mappings
 // plugin/claude.lua defines (from a real Neovim) and the lazy.nvim spec in
-// README.md: the spec must load the plugin eagerly (lazy = false), or list
+// README.md and in doc/nvim-claude.txt: each must load the plugin eagerly (lazy = false), or list
 // every command in `cmd` — otherwise a command or a <Plug> mapping it does
 // not name does nothing until something else loads the plugin.
 func TestREADMELazySpecLoadsEveryCommand(t *testing.T) {
@@ -42,16 +42,22 @@ func TestREADMELazySpecLoadsEveryCommand(t *testing.T) {
 	if len(commands) < 10 {
 		t.Fatalf("plugin/claude.lua defined only %v", commands)
 	}
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec := regexp.MustCompile("(?s)lazy\\.nvim:\\s*```lua\\n(.*?)```").FindSubmatch(readme)
-	if spec == nil {
-		t.Fatal("README.md has no lazy.nvim spec (a ```lua block after \"lazy.nvim:\")")
-	}
-	if problems := lazySpecProblems(string(spec[1]), commands); len(problems) > 0 {
-		t.Errorf("README's lazy.nvim spec:\n%s\n%s", strings.Join(problems, "\n"), spec[1])
+	for _, doc := range []struct{ file, pattern string }{
+		{"README.md", "(?s)lazy\\.nvim:\\s*```lua\\n(.*?)```"},
+		{"doc/nvim-claude.txt", "(?s)With lazy\\.nvim: >lua\\n(.*?)\\n<"},
+	} {
+		text, err := os.ReadFile(filepath.Join(root, doc.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec := regexp.MustCompile(doc.pattern).FindSubmatch(text)
+		if spec == nil {
+			t.Errorf("%s has no lazy.nvim spec (%s)", doc.file, doc.pattern)
+			continue
+		}
+		if problems := lazySpecProblems(string(spec[1]), commands); len(problems) > 0 {
+			t.Errorf("%s's lazy.nvim spec:\n%s\n%s", doc.file, strings.Join(problems, "\n"), spec[1])
+		}
 	}
 }
 
