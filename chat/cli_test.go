@@ -88,15 +88,6 @@ func (e *cliEnv) start(t *testing.T, o Options) (*Session, *collector, *recorder
 	return s, c, rec
 }
 
-func sendText(t *testing.T, s *Session, text string) string {
-	t.Helper()
-	id := uuid.NewString()
-	if err := s.Send(context.Background(), id, []ContentBlock{{Type: "text", Text: text}}); err != nil {
-		t.Fatal(err)
-	}
-	return id
-}
-
 func TestCLIStreamedAnswer(t *testing.T) {
 	e := newCLIEnv(t)
 	const answer = "Hello from the fake API, streamed in pieces."
@@ -148,15 +139,6 @@ func (e *cliEnv) writeFile(t *testing.T, name, text string) string {
 		t.Fatal(err)
 	}
 	return p
-}
-
-func readFile(t *testing.T, p string) string {
-	t.Helper()
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
 
 func isPerm(ev Event) bool { _, ok := ev.(PermissionRequestEvent); return ok }

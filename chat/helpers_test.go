@@ -3,9 +3,12 @@ package chat
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // slack scales the failure guards of the tests (env-free: the CLI is slow
@@ -105,4 +108,24 @@ func (c *collector) count(pred func(Event) bool) int {
 		}
 	}
 	return n
+}
+
+// sendText sends text as a user message and returns its id.
+func sendText(t *testing.T, s *Session, text string) string {
+	t.Helper()
+	id := uuid.NewString()
+	if err := s.Send(context.Background(), id, []ContentBlock{{Type: "text", Text: text}}); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// readFile is the content of the file p.
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -39,11 +39,6 @@ type chatRecorder struct {
 	changed chan struct{}
 }
 
-type chatEv struct {
-	name string
-	data map[string]any
-}
-
 func (r *chatRecorder) Emit(ctx context.Context, event string, data any) error {
 	if !strings.HasPrefix(event, "chat.") {
 		return r.Editor.Emit(ctx, event, data)

@@ -243,6 +243,13 @@ func TestChatOutboxHaltWhileRetrying(t *testing.T) {
 	}
 }
 
+// chatEv is one chat event a test saw: its name without "chat." and its
+// data.
+type chatEv struct {
+	name string
+	data map[string]any
+}
+
 // unitChat is a chatProc without a CLI, fed events by hand; its Lua
 // events are recorded.
 func unitChat(t *testing.T, cwd string) (*chatProc, func() []chatEv) {

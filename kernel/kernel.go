@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -152,8 +151,8 @@ type helperEvent struct {
 func startHelper(ctx context.Context, python string) (*kernelProc, error) {
 	cmd := exec.Command(python, "-c", kernelHelper)
 	// Its own process group: a terminal's Ctrl-C for Neovim is not for it,
-	// and stop can kill the group.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// and stop can kill the group (proc_unix.go, proc_windows.go).
+	ownProcessGroup(cmd)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, fmt.Errorf("kernel helper stdin: %w", err)
@@ -363,17 +362,17 @@ func (k *kernelProc) stop() {
 	// The kernel runs in a session of its own (jupyter_client starts it
 	// so); make sure it went with its helper.
 	if pid := k.pid(); pid > 0 {
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		killKernel(pid)
 	}
 }
 
 // kill kills the helper's process group and the kernel's.
 func (k *kernelProc) kill() {
 	if k.cmd.Process != nil {
-		_ = syscall.Kill(-k.cmd.Process.Pid, syscall.SIGKILL)
+		killHelper(k.cmd.Process)
 	}
 	if pid := k.pid(); pid > 0 {
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		killKernel(pid)
 	}
 }
 

@@ -6,7 +6,7 @@ import "io/fs"
 
 // fileID is a file's identity; without unix stat data there is none, and
 // deny-listing is by name only.
-type fileID struct{ dev, ino uint64 }
+type fileID struct{}
 
 func idOf(fs.FileInfo) (fileID, bool) { return fileID{}, false }
 

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -246,7 +245,7 @@ func killByEnv(kv string) {
 		}
 	}
 	for _, pid := range pids {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
+		killPID(pid)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for _, pid := range pids {

@@ -1,3 +1,5 @@
+//go:build unix
+
 package e2e
 
 // Issue 14: the attacks on the file boundary, each as a client holding what

@@ -1,3 +1,5 @@
+//go:build unix
+
 package e2e
 
 // Issue 14, finding 2: every tool that reads, shows or changes a file, on

@@ -1,3 +1,5 @@
+//go:build unix
+
 package e2e
 
 // Faults: parts of the system killed, blocked or starved at the worst

@@ -1,3 +1,5 @@
+//go:build unix
+
 package e2e
 
 // Hostile tool calls through the real host binary, and the no-data-lost

@@ -1,3 +1,5 @@
+//go:build unix
+
 // Package e2e holds the end-to-end tests: real headless Neovim with the
 // plugin from this checkout, the real Go host, and — in the CLI tests — the
 // real Claude Code CLI talking to a fake Messages API.

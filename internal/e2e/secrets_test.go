@@ -1,3 +1,5 @@
+//go:build unix
+
 package e2e
 
 // Secrets: the lock file's auth token opens the editor to whoever holds

@@ -1,3 +1,5 @@
+//go:build unix
+
 package e2e
 
 // stubLSP is a language server that points into a file it is told of:
