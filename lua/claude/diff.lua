@@ -85,7 +85,8 @@ local function show_hint(d, o)
   end
   local text = M.hint_text(o)
   if vim.fn.has("nvim-0.8") == 1 then
-    pcall(editor.set_win_local, d.prop_win, "winbar", "%#Comment#" .. text:gsub("%%", "%%%%"))
+    -- "%<" last: a narrow window keeps the start (how to accept and reject)
+    pcall(editor.set_win_local, d.prop_win, "winbar", "%#Comment#" .. text:gsub("%%", "%%%%") .. "%<")
   else
     vim.schedule(function()
       api.nvim_echo({ { "nvim-claude: " .. text, "Comment" } }, true, {})
