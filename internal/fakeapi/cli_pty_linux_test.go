@@ -3,7 +3,6 @@ package fakeapi_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"regexp"
@@ -12,9 +11,9 @@ import (
 	"syscall"
 	"testing"
 	"unicode"
-	"unsafe"
 
 	"github.com/nvim-claude/nvim-claude/internal/fakeapi"
+	"github.com/nvim-claude/nvim-claude/internal/pty"
 )
 
 // terminal is the CLI running interactively in a pseudo-terminal.
@@ -27,48 +26,12 @@ type terminal struct {
 	done    bool          // the CLI closed the terminal
 }
 
-// openPTY returns a new pseudo-terminal pair of rows x cols.
-func openPTY(rows, cols uint16) (master, slave *os.File, err error) {
-	master, err = os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	ioctl := func(f *os.File, req uintptr, arg unsafe.Pointer) error {
-		if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, f.Fd(), req, uintptr(arg)); e != 0 {
-			return e
-		}
-		return nil
-	}
-	var unlock int32
-	var n uint32
-	if err := ioctl(master, syscall.TIOCSPTLCK, unsafe.Pointer(&unlock)); err != nil {
-		master.Close()
-		return nil, nil, fmt.Errorf("unlock pty: %w", err)
-	}
-	if err := ioctl(master, syscall.TIOCGPTN, unsafe.Pointer(&n)); err != nil {
-		master.Close()
-		return nil, nil, fmt.Errorf("pty number: %w", err)
-	}
-	slave, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		master.Close()
-		return nil, nil, err
-	}
-	ws := struct{ rows, cols, x, y uint16 }{rows, cols, 0, 0}
-	if err := ioctl(slave, syscall.TIOCSWINSZ, unsafe.Pointer(&ws)); err != nil {
-		master.Close()
-		slave.Close()
-		return nil, nil, fmt.Errorf("window size: %w", err)
-	}
-	return master, slave, nil
-}
-
 // startInteractive starts the CLI with args in a pseudo-terminal, as the
 // leader of a new session. The session's process group is killed and the
 // terminal closed when the test ends.
 func (s *session) startInteractive(t *testing.T, args ...string) *terminal {
 	t.Helper()
-	master, slave, err := openPTY(50, 200)
+	master, slave, err := pty.Open(50, 200)
 	if err != nil {
 		t.Fatal(err)
 	}
