@@ -585,3 +585,38 @@ func TestServeHintNamesEachWayOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestAutoStart: setup({ auto_start = true }) starts the IDE server (not a
+// terminal) by itself once Neovim has started, whether setup() runs in the
+// config (before VimEnter) or later (a lazy-loaded plugin), and only once.
+func TestAutoStart(t *testing.T) {
+	for _, late := range []bool{false, true} {
+		t.Run(fmt.Sprintf("setup after VimEnter %v", late), func(t *testing.T) {
+			cfg := t.TempDir()
+			setup := fmt.Sprintf(`require("claude").setup({ bin = %q, auto_start = true, env = { CLAUDE_CONFIG_DIR = %q } })`, hostBin, cfg)
+			init := setup
+			if late {
+				init = ""
+			}
+			n := nvimtest.Start(t, nvimtest.Options{Init: init})
+			if late {
+				n.Exec(t, setup)
+			}
+			n.WaitFor(t, 10*time.Second, `require("claude.server").is_running()`, `return require("claude").status()`, "the server running")
+			e := &editor{Nvim: n, cfgDir: cfg}
+			st := e.status(t)
+			killOnCleanup(t, e.hostPID(t))
+			if st.Terminal != nil {
+				t.Errorf("auto_start opened a terminal: %+v", st.Terminal)
+			}
+			if _, err := os.Stat(st.LockFile); err != nil || !strings.HasPrefix(st.LockFile, cfg) {
+				t.Errorf("lock file %s: %v", st.LockFile, err)
+			}
+			var jobs int
+			n.Eval(t, `local k = 0 for _, c in ipairs(vim.api.nvim_list_chans()) do if c.stream == "job" then k = k + 1 end end return k`, &jobs)
+			if jobs != 1 {
+				t.Errorf("%d jobs, want the one host", jobs)
+			}
+		})
+	}
+}

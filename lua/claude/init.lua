@@ -26,20 +26,56 @@ function M.setup(opts)
     end
   end
   if config.options.auto_start and not setup_done then
-    if vim.v.vim_did_enter == 1 then
-      vim.schedule(M.serve_quiet)
-    else
-      vim.api.nvim_create_autocmd("VimEnter", {
-        group = vim.api.nvim_create_augroup("nvim-claude-auto-start", { clear = true }),
-        desc = "nvim-claude: auto_start",
-        once = true,
-        callback = function()
-          vim.schedule(M.serve_quiet)
-        end,
-      })
-    end
+    M._auto_start()
   end
   setup_done = true
+end
+
+-- auto_start starts the server after Neovim's first screen, never on its
+-- way: once Neovim has entered (VimEnter) and its UI is there (UIEnter; the
+-- TUI of 0.10+ attaches after VimEnter), on a later turn of the main loop,
+-- when the screen has been flushed. Headless (no UI coming) it starts right
+-- after VimEnter; a UI that never attaches does not hold it back past 1 s.
+function M._auto_start()
+  local started = false
+  local function start()
+    if started then
+      return
+    end
+    started = true
+    pcall(vim.api.nvim_del_augroup_by_name, "nvim-claude-auto-start")
+    -- a timer, not vim.schedule: it runs after the loop's next flush
+    vim.defer_fn(M.serve_quiet, 0)
+  end
+  local function ui_expected()
+    for _, a in ipairs(vim.v.argv) do
+      if a == "--headless" then
+        return false
+      end
+    end
+    return true
+  end
+  local function entered()
+    if #vim.api.nvim_list_uis() > 0 or not ui_expected() then
+      return start()
+    end
+    vim.api.nvim_create_autocmd("UIEnter", {
+      group = vim.api.nvim_create_augroup("nvim-claude-auto-start", { clear = false }),
+      desc = "nvim-claude: auto_start once the UI is there",
+      once = true,
+      callback = start,
+    })
+    vim.defer_fn(start, 1000)
+  end
+  if vim.v.vim_did_enter == 1 then
+    return entered()
+  end
+  vim.api.nvim_create_autocmd("VimEnter", {
+    group = vim.api.nvim_create_augroup("nvim-claude-auto-start", { clear = true }),
+    desc = "nvim-claude: auto_start",
+    once = true,
+    callback = entered,
+  })
 end
 
 local function fail(msg)
