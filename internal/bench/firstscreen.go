@@ -196,10 +196,10 @@ func (r *runner) firstScreen(ctx context.Context, dir, init string, env []string
 // variant waits for a reply that never comes.
 func answerQueries(w *os.File, chunk []byte) {
 	for _, q := range []struct{ ask, answer string }{
-		{"\x1b[c", "\x1b[?62;22c"},                          // DA1
-		{"\x1b[5n", "\x1b[0n"},                              // status report
+		{"\x1b[c", "\x1b[?62;22c"},                        // DA1
+		{"\x1b[5n", "\x1b[0n"},                            // status report
 		{"\x1b]11;?", "\x1b]11;rgb:0000/0000/0000\x1b\\"}, // background colour
-		{"\x1b[?u", "\x1b[?0u"},                             // kitty keyboard flags
+		{"\x1b[?u", "\x1b[?0u"},                           // kitty keyboard flags
 	} {
 		if bytes.Contains(chunk, []byte(q.ask)) {
 			_, _ = w.Write([]byte(q.answer))
