@@ -63,6 +63,10 @@ type DiffDecision struct {
 	// as the request's second argument (see RequestBlob), not in the JSON;
 	// DecodeDiffDecision fills it in.
 	Contents *string `json:"contents,omitempty"`
+	// ContentsFile is where Lua wrote the accepted text instead (the
+	// proposal's Accepted path, with Neovim's :write); DecodeDiffDecision
+	// reads it into Contents.
+	ContentsFile string `json:"contents_file,omitempty"`
 }
 
 // DecodeDiffDecision decodes a DiffDecisionMethod request: its JSON
@@ -73,6 +77,13 @@ func DecodeDiffDecision(ctx context.Context, raw json.RawMessage) (DiffDecision,
 		return d, err
 	}
 	if s, ok := RequestBlob(ctx); ok && d.Contents == nil {
+		d.Contents = &s
+	}
+	if d.ContentsFile != "" && d.Contents == nil {
+		s, err := readAccepted(d.ContentsFile)
+		if err != nil {
+			return d, fmt.Errorf("accepted text: %w", err)
+		}
 		d.Contents = &s
 	}
 	return d, nil

@@ -319,7 +319,7 @@ func TestDiffContentsRoundTrip(t *testing.T) {
 			if mode == "string" {
 				nvimbridge.UseStringProposals(e.b)
 			}
-			testDiffContentsRoundTrip(t, e)
+			testDiffContentsRoundTrip(t, e, mode == "file")
 			if dir := nvimbridge.ProposalDir(e.b); dir != "" {
 				if left, _ := os.ReadDir(dir); len(left) != 0 {
 					t.Errorf("proposal files left after their diffs closed: %v", left)
@@ -335,7 +335,11 @@ func TestDiffContentsRoundTrip(t *testing.T) {
 	}
 }
 
-func testDiffContentsRoundTrip(t *testing.T, e *diffEnv) {
+// testDiffContentsRoundTrip: the proposal reaches the buffer and the
+// accepted text the host, byte for byte; byFile says both went as files
+// (the proposal read with :0read ++bin, the accepted text written by :write
+// and read by the host), not as strings across the channel.
+func testDiffContentsRoundTrip(t *testing.T, e *diffEnv, byFile bool) {
 	tests := []struct {
 		name     string
 		contents string
@@ -375,6 +379,9 @@ func testDiffContentsRoundTrip(t *testing.T, e *diffEnv) {
 			if d.Decision != "accept" || d.Contents == nil || *d.Contents != tt.contents {
 				t.Fatalf("accepted %+v, want exactly %q", d, tt.contents)
 			}
+			if (d.ContentsFile != "") != byFile {
+				t.Fatalf("accepted text came in file %q; want it in a file: %v", d.ContentsFile, byFile)
+			}
 			e.waitClosed(t, v)
 			if _, err := os.Stat(path); !os.IsNotExist(err) {
 				t.Fatalf("the new file was written (err %v)", err)
@@ -393,8 +400,8 @@ func testDiffContentsRoundTrip(t *testing.T, e *diffEnv) {
 		} {
 			_, v := e.open(t, filepath.Join(e.Dir, "opts.txt"), "a\nb\n")
 			e.Exec(t, `vim.cmd(...) vim.cmd("write")`, c.cmd)
-			if d := e.decision(t); d.Contents == nil || *d.Contents != c.want {
-				t.Fatalf("%s: accepted %+v, want %q", c.cmd, d, c.want)
+			if d := e.decision(t); d.Contents == nil || *d.Contents != c.want || (d.ContentsFile != "") != byFile {
+				t.Fatalf("%s: accepted %+v, want %q (in a file: %v)", c.cmd, d, c.want, byFile)
 			}
 			e.waitClosed(t, v)
 		}

@@ -25,6 +25,11 @@ const proposalDirPrefix = "nvim-claude-proposals-"
 // Neovim reads a file natively, as it does when the user opens one.
 type proposalFile struct {
 	File string `json:"file"`
+	// Accepted is where Lua writes the proposal buffer when the user
+	// accepts it: Neovim's own :write (its 'fileformat' and 'eol' rules,
+	// in C) instead of a Lua string built from the buffer's lines and
+	// copied across the channel; the DiffDecision names it (ContentsFile).
+	Accepted string `json:"accepted"`
 	// EOL reports a final newline; FF is "dos" when every line ended in
 	// CRLF (the file then holds LF only), else "unix" (bytes as they are).
 	EOL bool   `json:"eol"`
@@ -63,7 +68,37 @@ func (p *proposals) write(contents string) (*proposalFile, error) {
 		return nil, fmt.Errorf("write proposal file: %w", errors.Join(werr, cerr))
 	}
 	pf.File = f.Name()
+	pf.Accepted = pf.File + acceptedSuffix
 	return pf, nil
+}
+
+// acceptedSuffix names the file Lua writes an accepted proposal to, beside
+// the proposal file.
+const acceptedSuffix = ".accepted"
+
+// readAccepted reads the accepted proposal Lua wrote to path. The path must
+// be one this host hands out (proposalFile.Accepted: a regular file in one
+// of this process's proposal directories), never another file.
+func readAccepted(path string) (string, error) {
+	dir, name := filepath.Split(filepath.Clean(path))
+	dir = filepath.Clean(dir)
+	if filepath.Dir(dir) != filepath.Clean(os.TempDir()) ||
+		!strings.HasPrefix(filepath.Base(dir), fmt.Sprintf("%s%d-", proposalDirPrefix, os.Getpid())) ||
+		!strings.HasPrefix(name, "proposal-") || !strings.HasSuffix(name, acceptedSuffix) {
+		return "", fmt.Errorf("%s is not an accepted-proposal file of this host", path)
+	}
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return "", err
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a regular file", path)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
 }
 
 func (p *proposals) ensureDir() (string, error) {

@@ -82,3 +82,56 @@ func TestProposalDirNamedByPIDAndRemoved(t *testing.T) {
 		t.Fatalf("left behind: %v", entries)
 	}
 }
+
+// The host reads an accepted text only from the file it named for it: a
+// regular proposal-*.accepted file in one of its own proposal directories.
+func TestReadAcceptedRefusesOtherFiles(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	var p proposals
+	t.Cleanup(p.close)
+	pf, err := p.write("proposal\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(pf.Accepted, []byte("accepted\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Dir(pf.File)
+	other := filepath.Join(os.TempDir(), fmt.Sprintf("%s%d-x", proposalDirPrefix, os.Getpid()+1))
+	if err := os.MkdirAll(other, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "proposal-link.accepted")
+	if err := os.Symlink(secret, link); err != nil {
+		t.Fatal(err)
+	}
+	subdir := filepath.Join(dir, "proposal-dir.accepted")
+	if err := os.Mkdir(subdir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, path, want string
+	}{
+		{"the named file", pf.Accepted, "accepted\n"},
+		{"the same through ..", filepath.Join(dir, "..", filepath.Base(dir), filepath.Base(pf.Accepted)), "accepted\n"},
+		{"the proposal itself", pf.File, ""},
+		{"a file elsewhere", secret, ""},
+		{"another host's directory", filepath.Join(other, "proposal-1.accepted"), ""},
+		{"a symlink out", link, ""},
+		{"a directory", subdir, ""},
+		{"relative", "proposal-1.accepted", ""},
+	} {
+		got, err := readAccepted(tt.path)
+		if tt.want == "" {
+			if err == nil {
+				t.Errorf("%s: read %q, want a refusal", tt.name, got)
+			}
+		} else if err != nil || got != tt.want {
+			t.Errorf("%s: %q, %v; want %q", tt.name, got, err, tt.want)
+		}
+	}
+}

@@ -171,6 +171,43 @@ local function buffer_contents(buf)
   return table.concat(lines, nl)
 end
 
+-- write_buffer writes buf to path as :w would write it to its own file
+-- ('fileformat', 'eol', 'fixeol'; no encoding conversion, no BOM added),
+-- with Neovim's own :write — far cheaper for a large proposal than joining
+-- its lines into a Lua string. No autocommand runs (no formatter, no
+-- BufWriteCmd), no backup is made, the buffer keeps its name and options.
+-- Returns true, or false and why (nothing is left at path then).
+local function write_buffer(buf, path)
+  local bo = vim.bo[buf]
+  local saved = { buftype = bo.buftype, fenc = bo.fileencoding, bomb = bo.bomb, modified = bo.modified }
+  local wb, bk = vim.o.writebackup, vim.o.backup
+  local ok, err = pcall(api.nvim_buf_call, buf, function()
+    vim.o.writebackup, vim.o.backup = false, false
+    vim.cmd("noautocmd setlocal buftype= fileencoding= nobomb")
+    vim.cmd("silent noautocmd keepalt keepjumps write! " .. vim.fn.fnameescape(path))
+  end)
+  vim.o.writebackup, vim.o.backup = wb, bk
+  -- :w {file} lists {file} as a buffer (unloaded); it is not the user's
+  local listed = vim.fn.bufnr(path)
+  if listed > 0 and listed ~= buf then
+    pcall(api.nvim_buf_delete, listed, { force = true })
+  end
+  pcall(api.nvim_buf_call, buf, function()
+    vim.cmd("noautocmd setlocal buftype=" .. saved.buftype)
+    if saved.fenc ~= "" then
+      vim.cmd("noautocmd setlocal fileencoding=" .. saved.fenc)
+    end
+    if saved.bomb then
+      vim.cmd("noautocmd setlocal bomb")
+    end
+  end)
+  bo.modified = saved.modified
+  if not ok then
+    os.remove(path)
+  end
+  return ok, err
+end
+
 local function read_file(path)
   local f = io.open(path, "rb")
   if not f then
@@ -665,7 +702,7 @@ local function close(d, outcome)
   if d.shown then
     util.emit("ClaudeDiffClosed", { tab_name = d.tab_name, file = d.file, outcome = outcome })
     if outcome ~= "rejected" then
-      local expected = d.accepted or proposal_text(d)
+      local expected = d.accepted or (d.accepted_file and read_file(d.accepted_file)) or proposal_text(d)
       if expected then
         watch_write(d.file, expected)
       end
@@ -673,6 +710,9 @@ local function close(d, outcome)
   end
   if d.src then
     os.remove(d.src.file) -- the host's copy of the proposal
+  end
+  if d.accepted_file then
+    os.remove(d.accepted_file) -- read by the host when the user accepted
   end
   if not ok then
     error(err, 0)
@@ -694,8 +734,17 @@ local function decide(d, kind, closed_by_user)
   d.focus_back = closed_by_user or cur == d.prop_win or cur == d.orig_win
   local payload = { id = d.id, decision = kind }
   if kind == "accept" then
-    payload.contents = buffer_contents(d.prop_buf)
-    d.accepted = payload.contents
+    -- Neovim writes the accepted text where the host reads it (a private
+    -- directory); the text crosses the channel as a string only when there
+    -- is no such place or the write fails.
+    local file = d.src and d.src.accepted
+    if type(file) == "string" and file ~= "" and write_buffer(d.prop_buf, file) then
+      payload.contents_file = file
+      d.accepted_file = file
+    else
+      payload.contents = buffer_contents(d.prop_buf)
+      d.accepted = payload.contents
+    end
   end
   local outcome = kind == "accept" and "accepted" or "rejected"
   if not send_decision(d, payload) then
@@ -703,6 +752,10 @@ local function decide(d, kind, closed_by_user)
       notify_now("nvim-claude: Claude is no longer waiting for this diff; nothing was written.", vim.log.levels.WARN)
     end
     d.accepted, outcome = nil, "closed"
+    if d.accepted_file then
+      os.remove(d.accepted_file)
+      d.accepted_file = nil
+    end
   end
   vim.schedule(function()
     close(d, outcome)
