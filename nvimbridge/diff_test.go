@@ -499,7 +499,7 @@ func TestDiffRejectRoutes(t *testing.T) {
 }
 
 func TestDiffCustomKeymapsOff(t *testing.T) {
-	e := startDiffEnv(t, diffEnvOpts{diff: `keymaps = { accept = false, reject = false }`})
+	e := startDiffEnv(t, diffEnvOpts{diff: `keymaps = { accept = false, reject = false, accept_hunk = false, reject_hunk = false }`})
 	_, v := e.open(t, e.file, "x\n")
 	var n int
 	e.Eval(t, `return #vim.api.nvim_buf_get_keymap(..., "n")`, &n, v.ProposalBuf)

@@ -160,8 +160,8 @@ func TestDiffHint(t *testing.T) {
 		name, extra string
 		want        string
 	}{
-		{"default keys", "", "Claude's proposal · :w accept · :q reject · <leader>ca accept · <leader>cr reject · ]c next change"},
-		{"own keys", `, diff = { keymaps = { accept = "ga", reject = false } }`, "Claude's proposal · :w accept · :q reject · ga accept · ]c next change"},
+		{"default keys", "", "Claude's proposal · :w accept · :q reject · <leader>ca accept · <leader>cr reject · ga accept hunk · gr reject hunk · ]c next change"},
+		{"own keys", `, diff = { keymaps = { accept = "gA", reject = false, reject_hunk = false } }`, "Claude's proposal · :w accept · :q reject · gA accept · ga accept hunk · ]c next change"},
 		{"off", `, diff = { hint = false }`, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -64,7 +64,7 @@
 ---@field layout? "vertical"|"horizontal"
 ---@field open_in_new_tab? boolean
 ---@field keep_terminal_focus? boolean
----@field keymaps? {accept?: string, reject?: string}
+---@field keymaps? {accept?: string|false, reject?: string|false, accept_hunk?: string|false, reject_hunk?: string|false}
 ---@field hint? boolean a line over the proposal naming the keys that answer it
 local M = {}
 
@@ -175,6 +175,8 @@ function M.defaults()
       keymaps = {
         accept = "<leader>ca",
         reject = "<leader>cr",
+        accept_hunk = "ga", -- the hunk under the cursor
+        reject_hunk = "gr",
       },
       hint = true, -- a line over the proposal: ":w accept · :q reject · <leader>ca / <leader>cr"
     },
@@ -439,6 +441,8 @@ local schema = {
         table = {
           accept = { types = { "string", "boolean" }, check = key_or_false },
           reject = { types = { "string", "boolean" }, check = key_or_false },
+          accept_hunk = { types = { "string", "boolean" }, check = key_or_false },
+          reject_hunk = { types = { "string", "boolean" }, check = key_or_false },
         },
       },
       hint = { types = { "boolean" } },

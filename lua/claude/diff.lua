@@ -9,6 +9,7 @@
 -- answers the CLI, and the CLI, never us, writes the file.
 local config = require("claude.config")
 local editor = require("claude.editor")
+local hunks = require("claude.hunks")
 local util = require("claude.util")
 
 local api = vim.api
@@ -57,6 +58,8 @@ local function options()
     keep_terminal_focus = o.keep_terminal_focus == true,
     accept = key(keys.accept, "<leader>ca"),
     reject = key(keys.reject, "<leader>cr"),
+    accept_hunk = key(keys.accept_hunk, "ga"),
+    reject_hunk = key(keys.reject_hunk, "gr"),
     hint = o.hint ~= false,
   }
 end
@@ -73,6 +76,12 @@ function M.hint_text(o)
   if o.reject then
     table.insert(parts, o.reject .. " reject")
   end
+  if o.accept_hunk then
+    table.insert(parts, o.accept_hunk .. " accept hunk")
+  end
+  if o.reject_hunk then
+    table.insert(parts, o.reject_hunk .. " reject hunk")
+  end
   table.insert(parts, "]c next change")
   return "Claude's proposal · " .. table.concat(parts, " · ")
 end
@@ -85,12 +94,32 @@ local function show_hint(d, o)
   end
   local text = M.hint_text(o)
   if vim.fn.has("nvim-0.8") == 1 then
-    -- "%<" last: a narrow window keeps the start (how to accept and reject)
-    pcall(editor.set_win_local, d.prop_win, "winbar", "%#Comment#" .. text:gsub("%%", "%%%%") .. "%<")
-  else
+    -- the hunk counter first, then the keys; "%<" last: a narrow window
+    -- keeps the start
+    local counter = d.counter and (d.counter .. " │ ") or ""
+    pcall(editor.set_win_local, d.prop_win, "winbar", "%#Comment#" .. (counter .. text):gsub("%%", "%%%%") .. "%<")
+  elseif not d.hint_said then
+    d.hint_said = true
     vim.schedule(function()
       api.nvim_echo({ { "nvim-claude: " .. text, "Comment" } }, true, {})
     end)
+  end
+end
+
+-- refresh_counter recomputes the hunk counter and shows it (the winbar on
+-- 0.8+; 0.7 says it after a hunk is answered).
+local function refresh_counter(d, o, say)
+  if d.closed or not o.hint then
+    return
+  end
+  local ok, text = pcall(hunks.counter, d)
+  if not ok then
+    return
+  end
+  d.counter = text
+  show_hint(d, o)
+  if say and vim.fn.has("nvim-0.8") == 0 then
+    api.nvim_echo({ { "nvim-claude: " .. text, "Comment" } }, false, {})
   end
 end
 
@@ -729,6 +758,10 @@ local function decide(d, kind, closed_by_user)
   if d.decided or d.closing then
     return
   end
+  if kind == "accept" and hunks.all_rejected(d) then
+    -- every hunk rejected: the file stays as it is, and Claude hears "no"
+    kind = "reject"
+  end
   d.decided = true
   local cur = api.nvim_get_current_win()
   d.focus_back = closed_by_user or cur == d.prop_win or cur == d.orig_win
@@ -982,11 +1015,21 @@ local function map_keys(d, o)
     local theirs = buf == d.orig_buf and not d.orig_scratch
     map(buf, o.accept, M.accept, "nvim-claude: accept Claude's proposal", theirs)
     map(buf, o.reject, M.reject, "nvim-claude: reject Claude's proposal", theirs)
+    map(buf, o.accept_hunk, M.accept_hunk, "nvim-claude: accept the hunk under the cursor", theirs)
+    map(buf, o.reject_hunk, M.reject_hunk, "nvim-claude: reject the hunk under the cursor", theirs)
   end
 end
 
 local function watch_proposal(d)
   local buf = d.prop_buf
+  api.nvim_create_autocmd({ "CursorMoved", "TextChanged", "InsertLeave" }, {
+    group = augroup,
+    buffer = buf,
+    desc = "nvim-claude: the hunk counter over the proposal",
+    callback = function()
+      refresh_counter(d, options())
+    end,
+  })
   api.nvim_create_autocmd("BufWriteCmd", {
     group = augroup,
     buffer = buf,
@@ -1209,6 +1252,10 @@ function M.open(args)
     proposal_bufnr = d.prop_buf,
     original_bufnr = d.orig_buf,
   })
+  -- the counter walks the hunks: after the diff is on screen
+  vim.schedule(function()
+    refresh_counter(d, o)
+  end)
   return {
     proposal_bufnr = d.prop_buf,
     original_bufnr = d.orig_buf,
@@ -1248,6 +1295,43 @@ function M.accept()
     return notify_now(err, vim.log.levels.WARN)
   end
   decide(d, "accept")
+end
+
+-- on_hunk runs fn (hunks.accept or hunks.reject) on the diff under the
+-- cursor and shows the counter.
+local function on_hunk(fn)
+  local d, err = current()
+  if not d then
+    return notify_now(err, vim.log.levels.WARN)
+  end
+  local msg = fn(d)
+  if msg then
+    return notify_now("nvim-claude: " .. msg, vim.log.levels.WARN)
+  end
+  refresh_counter(d, options(), true)
+end
+
+--- Accepts the hunk under the cursor (diff.keymaps.accept_hunk, `ga`): it is
+--- marked and kept, and the cursor goes to the next hunk.
+function M.accept_hunk()
+  on_hunk(hunks.accept)
+end
+
+--- Rejects the hunk under the cursor (diff.keymaps.reject_hunk, `gr`): the
+--- current text goes back into the proposal (undoable), and the cursor goes
+--- to the next hunk. Accepting a proposal whose every hunk was rejected
+--- answers "rejected".
+function M.reject_hunk()
+  on_hunk(hunks.reject)
+end
+
+-- (tests) the diff whose proposal is buf.
+function M._get(buf)
+  for _, d in pairs(diffs) do
+    if d.prop_buf == buf then
+      return d
+    end
+  end
 end
 
 --- :ClaudeDiffReject — reject the diff under the cursor.
