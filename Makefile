@@ -42,7 +42,7 @@ doc/tags: $(wildcard doc/*.txt)
 # straight to disk).
 run:
 	@nvim=$$(command -v nvim || scripts/get-nvim 0.12) && \
-	NVIM="$$nvim" $(MAKE) --no-print-directory build && \
+	NVIM_CLAUDE_NVIM="$$nvim" $(MAKE) --no-print-directory build && \
 	claude=$$(command -v claude || scripts/install-claude $(CLAUDE_VERSION)) && \
 	echo "nvim: $$nvim  claude: $$claude" && \
 	exec "$$nvim" --cmd "set rtp^=$(CURDIR)" \

@@ -122,6 +122,7 @@ func TestInstallWithoutGo(t *testing.T) {
 		"no-asset":    {"SHA256SUMS": []byte(sumsLine(asset, host))},
 		"not-listed":  {asset: host, "SHA256SUMS": []byte(sumsLine("something_else", host))},
 		"other":       {asset: other, "SHA256SUMS": []byte(sumsLine(asset, other))},
+		"two-sums":    {asset: host, "SHA256SUMS": []byte(sumsLine(asset, []byte("x")) + sumsLine(asset, host))},
 	})
 	// A port nothing listens on: no network.
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -158,6 +159,8 @@ func TestInstallWithoutGo(t *testing.T) {
 			[]string{"lists no checksum for " + asset, "was not downloaded"}},
 		{"asset of another version", base + "/other", noGo, false,
 			[]string{"refused", "it is version 9.9.9, not " + version, "Nothing was installed"}},
+		{"two checksums for the asset", base + "/two-sums", noGo, false,
+			[]string{"lists two different checksums for " + asset, "nothing was downloaded"}},
 		{"no network", closed, noGo, false,
 			[]string{"could not download " + closed + "/SHA256SUMS", "Two ways out", "install Go 1.25 or newer", "run `make` in", "download " + asset + " and SHA256SUMS from " + closed}},
 	}
@@ -224,7 +227,7 @@ func TestMakeWithoutGoDownloads(t *testing.T) {
 
 	root := pluginCopy(t)
 	cmd := exec.Command("make", "-C", root, "build")
-	cmd.Env = append(os.Environ(), noGo, "NVIM="+nvimtest.Bin(t), "NVIM_CLAUDE_RELEASE_URL="+base+"/v{version}", "MAKEFLAGS=")
+	cmd.Env = append(os.Environ(), noGo, "NVIM_CLAUDE_NVIM="+nvimtest.Bin(t), "NVIM=/tmp/some-neovim-socket", "NVIM_CLAUDE_RELEASE_URL="+base+"/v{version}", "MAKEFLAGS=")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("make: %v\n%s", err, out)
@@ -248,7 +251,7 @@ func TestMakeWithoutGoDownloads(t *testing.T) {
 		}
 		root := pluginCopy(t)
 		cmd := exec.Command("make", "-C", root, "build")
-		cmd.Env = append(os.Environ(), noGo, "NVIM=", "PATH="+filepath.Dir(mustLook(t, "make"))+":/usr/bin:/bin", "MAKEFLAGS=")
+		cmd.Env = append(os.Environ(), noGo, "NVIM_CLAUDE_NVIM=", "PATH="+filepath.Dir(mustLook(t, "make"))+":/usr/bin:/bin", "MAKEFLAGS=")
 		out, err := cmd.CombinedOutput()
 		if err == nil || !strings.Contains(string(out), "no Neovim on PATH either") {
 			t.Errorf("make without Go or Neovim: %v\n%s", err, out)
@@ -272,9 +275,11 @@ func TestClaudeInstallCommand(t *testing.T) {
 	cmd := exec.CommandContext(ctx, nvimtest.Bin(t), "--headless", "-u", "NONE", "-i", "NONE", "-n",
 		"--cmd", rtpPrepend, "-c", "runtime plugin/claude.lua",
 		"-c", `lua _G.notes = {} vim.notify = function(m, l) table.insert(_G.notes, { msg = m, level = l }) end`,
+		"-c", fmt.Sprintf(`lua require("claude").setup({ bin = %q })`, filepath.Join(root, "elsewhere", "nvim-claude")),
 		"-c", "ClaudeInstall download",
 		"-c", `lua _G.returned = #_G.notes`,
-		"-c", `lua vim.wait(60000, function() return #_G.notes >= 2 end, 20) io.stdout:write(vim.json.encode({ returned = _G.returned, notes = _G.notes }))`,
+		"-c", "ClaudeInstall download",
+		"-c", `lua vim.wait(60000, function() return #_G.notes >= 4 end, 20) io.stdout:write(vim.json.encode({ returned = _G.returned, notes = _G.notes }))`,
 		"-c", "qa!")
 	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir(), "XDG_DATA_HOME="+t.TempDir(), "NVIM_CLAUDE_RELEASE_URL="+base+"/r", "NVIM_CLAUDE_ROOT="+root)
 	out, err := cmd.CombinedOutput()
@@ -288,14 +293,24 @@ func TestClaudeInstallCommand(t *testing.T) {
 	if err := json.Unmarshal(out[strings.IndexByte(string(out), '{'):], &res); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	if res.Returned != 1 || len(res.Notes) != 2 {
-		t.Fatalf("want the command to return after its 'installing' note and one more note later: %+v", res)
+	// installing…, installing…, "already running" (at once), then the outcome
+	if res.Returned != 1 || len(res.Notes) != 4 {
+		t.Fatalf("want the command to return after its 'installing' note, a second to be refused, one outcome: %+v", res)
 	}
-	if n := res.Notes[1]; n.Level != 2 || !strings.Contains(n.Msg, "SHA-256") || !strings.Contains(n.Msg, "installed") {
-		t.Errorf("second note: %+v", n)
+	if n := res.Notes[2]; n.Level != 4 || !strings.Contains(n.Msg, "already running") {
+		t.Errorf("a second install while one runs: %+v", n)
 	}
-	if _, err := os.Stat(filepath.Join(root, "bin", "nvim-claude")); err != nil {
-		t.Error(err)
+	if n := res.Notes[3]; n.Level != 2 || !strings.Contains(n.Msg, "SHA-256") || !strings.Contains(n.Msg, "elsewhere/nvim-claude") {
+		t.Errorf("outcome: %+v", n)
+	}
+	// where the bin option points, the host the plugin runs; and :help works
+	for _, f := range []string{"elsewhere/nvim-claude", "doc/tags"} {
+		if _, err := os.Stat(filepath.Join(root, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(root, "bin", "nvim-claude")); err == nil {
+		t.Error("installed into bin/ although the bin option names another path")
 	}
 }
 
@@ -355,4 +370,58 @@ func pluginVersion(t *testing.T) string {
 	}
 	v, _, _ := strings.Cut(src[i+len("return \""):], "\"")
 	return v
+}
+
+// TestInstallBuildsWithGo: with a Go new enough on PATH the install builds
+// the host (here into a scratch path, not the checkout's bin/) and checks
+// it runs as this version; with a Go too old, `build` says what to do.
+func TestInstallBuildsWithGo(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go on PATH")
+	}
+	root := nvimtest.RepoRoot(t)
+	oldGo := filepath.Join(t.TempDir(), "go")
+	if err := os.WriteFile(oldGo, []byte("#!/bin/sh\n[ \"$1 $2\" = 'env GOVERSION' ] && echo go1.19.8\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, goPath string
+		ok           bool
+		want         []string
+	}{
+		{"Go on PATH", goBin, true, []string{"nvim-claude: built ", "with Go "}},
+		{"Go too old", oldGo, false, []string{"is Go 1.19.8; the host needs Go 1.25 or newer", "bookworm-backports", ":ClaudeInstall download"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dest := filepath.Join(t.TempDir(), "nvim-claude")
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, nvimtest.Bin(t), "--headless", "-u", "NONE", "-i", "NONE", "-n", "--cmd", rtpPrepend,
+				"-c", fmt.Sprintf(`lua local ok, msg = require("claude.install").run_sync({ mode = "build", root = %q, dest = %q }) io.stdout:write(tostring(ok), " ", msg) vim.cmd("qa!")`, root, dest))
+			cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir(), "XDG_DATA_HOME="+t.TempDir(), "NVIM_CLAUDE_ROOT="+root, "GO="+tt.goPath)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("nvim: %v\n%s", err, out)
+			}
+			if strings.HasPrefix(string(out), "true") != tt.ok {
+				t.Errorf("ok = %v, want %v: %s", !tt.ok, tt.ok, out)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(string(out), w) {
+					t.Errorf("output lacks %q: %s", w, out)
+				}
+			}
+			v, err := exec.Command(dest, "-version").CombinedOutput()
+			if tt.ok && (err != nil || !strings.Contains(string(v), pluginVersion(t))) {
+				t.Errorf("built host -version: %v %s", err, v)
+			}
+			if !tt.ok && err == nil {
+				t.Errorf("a host was installed by a failed build")
+			}
+			if left, _ := filepath.Glob(filepath.Join(filepath.Dir(dest), ".nvim-claude.part.*")); len(left) > 0 {
+				t.Errorf("left behind: %v", left)
+			}
+		})
+	}
 }

@@ -30,8 +30,10 @@ function M.create()
     require("claude.install").command(o.args)
   end, {
     nargs = "?",
-    complete = function()
-      return { "auto", "build", "download" }
+    complete = function(lead)
+      return vim.tbl_filter(function(m)
+        return m:sub(1, #lead) == lead
+      end, { "auto", "build", "download" })
     end,
     desc = "Build the Go host with Go, or download the prebuilt one (SHA-256 checked)",
   })

@@ -181,9 +181,10 @@ function M.defaults()
       hint = true, -- a line over the proposal: ":w accept · :q reject · <leader>ca / <leader>cr"
     },
     install = {
-      -- where :ClaudeInstall (and build.lua, make without Go) downloads the
-      -- prebuilt host; "{version}" is the plugin's version. nil: the
-      -- project's GitHub release ($NVIM_CLAUDE_RELEASE_URL overrides).
+      -- where :ClaudeInstall downloads the prebuilt host ("{version}" is
+      -- the plugin's version). nil: the project's GitHub release.
+      -- $NVIM_CLAUDE_RELEASE_URL overrides it, and is what make and
+      -- build.lua (which run before setup()) read.
       base_url = nil,
     },
   }

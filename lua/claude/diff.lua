@@ -101,7 +101,13 @@ local function show_hint(d, o)
   elseif not d.hint_said then
     d.hint_said = true
     vim.schedule(function()
-      api.nvim_echo({ { "nvim-claude: " .. text, "Comment" } }, true, {})
+      -- one screen line: a wider message would ask for Enter
+      local line = "nvim-claude: " .. text
+      local width = vim.o.columns - 12
+      if vim.fn.strdisplaywidth(line) > width then
+        line = vim.fn.strcharpart(line, 0, width - 1) .. "…"
+      end
+      api.nvim_echo({ { line, "Comment" } }, true, {})
     end)
   end
 end
@@ -119,7 +125,7 @@ local function refresh_counter(d, o, say)
   d.counter = text
   show_hint(d, o)
   if say and vim.fn.has("nvim-0.8") == 0 then
-    api.nvim_echo({ { "nvim-claude: " .. text, "Comment" } }, false, {})
+    api.nvim_echo({ { ("nvim-claude: " .. text):sub(1, math.max(vim.o.columns - 12, 20)), "Comment" } }, false, {})
   end
 end
 

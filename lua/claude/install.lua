@@ -36,6 +36,17 @@ function M.target(r)
   return (r or root()) .. "/bin/nvim-claude" .. (is_windows() and ".exe" or "")
 end
 
+-- dest is where this install writes: the `bin` option when setup() set one
+-- (the host the plugin will run), else the plugin's bin/.
+local function dest_of(r)
+  local ok, config = pcall(require, "claude.config")
+  local bin = ok and config.options and config.options.bin
+  if type(bin) == "string" and bin ~= "" then
+    return vim.fn.fnamemodify(vim.fn.expand(bin), ":p")
+  end
+  return M.target(r)
+end
+
 --- The Go version go.mod needs ("1.25"), or nil.
 function M.go_needed(r)
   local f = io.open((r or root()) .. "/go.mod", "r")
@@ -69,8 +80,22 @@ function M.go(r)
     return res
   end
   res.path = path
-  local out = vim.fn.system({ path, "env", "GOVERSION" })
-  res.version = vim.v.shell_error == 0 and out:match("go(%d+%.%d+[%.%d]*)") or nil
+  -- the Go on PATH itself (GOTOOLCHAIN=local: never fetch a toolchain
+  -- while Neovim waits), asked in the plugin's directory, within 5 s
+  local out = {}
+  local ok, job = pcall(vim.fn.jobstart, { path, "env", "GOVERSION" }, {
+    cwd = r or root(),
+    env = { GOTOOLCHAIN = "local" },
+    stdout_buffered = true,
+    on_stdout = function(_, d)
+      out = d
+    end,
+  })
+  local code = ok and job > 0 and vim.fn.jobwait({ job }, 5000)[1] or -1
+  if code == -1 and ok and job > 0 then
+    pcall(vim.fn.jobstop, job)
+  end
+  res.version = code == 0 and table.concat(out, "\n"):match("go(%d+%.%d+[%.%d]*)") or nil
   res.ok = res.version ~= nil and not older(res.version, need)
   return res
 end
@@ -142,8 +167,13 @@ end
 -- are gone (a build step killed half way).
 local TMP_PREFIX = ".nvim-claude.part."
 
+local seq = 0
+
+-- tmp_name is unique per call; on Windows it ends in .exe so that the
+-- downloaded host can be run to check its version.
 local function tmp_name(dir, what)
-  return string.format("%s/%s%d.%s", dir, TMP_PREFIX, vim.fn.getpid(), what)
+  seq = seq + 1
+  return string.format("%s/%s%d.%d.%s%s", dir, TMP_PREFIX, vim.fn.getpid(), seq, what, is_windows() and ".exe" or "")
 end
 
 local function pid_alive(pid)
@@ -159,7 +189,8 @@ local function sweep(dir)
       break
     end
     local pid = name:sub(1, #TMP_PREFIX) == TMP_PREFIX and tonumber(name:sub(#TMP_PREFIX + 1):match("^(%d+)%.")) or nil
-    if pid and (pid == vim.fn.getpid() or not pid_alive(pid)) then
+    -- (this process's own are its running install's: one at a time)
+    if pid and pid ~= vim.fn.getpid() and not pid_alive(pid) then
       os.remove(dir .. "/" .. name)
     end
   end
@@ -200,11 +231,13 @@ end
 local function fetch(url, dest, cb)
   if vim.fn.executable("curl") == 1 then
     return run(
-      { "curl", "-sS", "-L", "--connect-timeout", "15", "--retry", "1", "-o", dest, "-w", "%{http_code}", url },
+      { "curl", "-sS", "-L", "--connect-timeout", "15", "--max-time", "600", "--retry", "1", "-o", dest, "-w", "%{http_code}", url },
       {},
       function(code, out, err)
         local status = tonumber(out)
-        if code ~= 0 then
+        if code == 23 then
+          cb({ write = err ~= "" and err or ("cannot write " .. dest) })
+        elseif code ~= 0 then
           cb({ network = err ~= "" and err or ("curl exited " .. code) })
         elseif status ~= 200 then
           cb({ status = status or 0 })
@@ -263,13 +296,27 @@ end
 -- running Neovim still uses keeps its file until it exits).
 local function install_file(tmp, dest)
   uv.fs_chmod(tmp, tonumber("755", 8))
-  if is_windows() then
-    os.remove(dest) -- rename does not replace there
+  local old
+  if is_windows() and uv.fs_stat(dest) then
+    -- rename does not replace there, and a running host cannot be removed,
+    -- but it can be renamed aside (removed now if it can be, else swept)
+    old = tmp_name(vim.fn.fnamemodify(dest, ":h"), "old")
+    local moved, merr = os.rename(dest, old)
+    if not moved then
+      os.remove(tmp)
+      return merr
+    end
   end
   local ok, err = os.rename(tmp, dest)
   if not ok then
     os.remove(tmp)
+    if old then
+      os.rename(old, dest)
+    end
     return err
+  end
+  if old then
+    os.remove(old)
   end
 end
 
@@ -282,7 +329,7 @@ end
 function M.build(opts, cb)
   local r = opts.root or root()
   local go = opts.go or M.go(r)
-  local dest = M.target(r)
+  local dest = opts.dest or dest_of(r)
   local dir = vim.fn.fnamemodify(dest, ":h")
   vim.fn.mkdir(dir, "p")
   sweep(dir)
@@ -290,13 +337,26 @@ function M.build(opts, cb)
   run({ go.path, "build", "-trimpath", "-o", tmp, "./cmd/nvim-claude" }, { cwd = r }, function(code, out, err)
     if code ~= 0 then
       os.remove(tmp)
-      return cb(false, string.format("nvim-claude: `go build` failed in %s:\n%s", r, err ~= "" and err or out))
+      return cb(
+        false,
+        string.format(
+          "nvim-claude: `go build` failed in %s (or run :ClaudeInstall download for the prebuilt host):\n%s",
+          r,
+          err ~= "" and err or out
+        )
+      )
     end
-    local e = install_file(tmp, dest)
-    if e then
-      return cb(false, string.format("nvim-claude: could not install %s: %s", dest, e))
-    end
-    cb(true, string.format("nvim-claude: built %s %s with Go %s (%s)", short(dest), M.version(), go.version, go.path))
+    check_version(tmp, M.version(), function(verr)
+      if verr then
+        os.remove(tmp)
+        return cb(false, string.format("nvim-claude: the host built in %s is not usable: %s", r, verr))
+      end
+      local e = install_file(tmp, dest)
+      if e then
+        return cb(false, string.format("nvim-claude: could not install %s: %s", dest, e))
+      end
+      cb(true, string.format("nvim-claude: built %s %s with Go %s (%s)", short(dest), M.version(), go.version, go.path))
+    end)
   end)
 end
 
@@ -313,7 +373,7 @@ function M.download(opts, cb)
   if not asset then
     return cb(false, string.format("nvim-claude: %s. Install Go %s or newer and run `make` in %s.", why, go.need, r))
   end
-  local dest = M.target(r)
+  local dest = opts.dest or dest_of(r)
   local dir = vim.fn.fnamemodify(dest, ":h")
   vim.fn.mkdir(dir, "p")
   sweep(dir)
@@ -324,6 +384,9 @@ function M.download(opts, cb)
     cb(false, msg)
   end
   local function fetch_failed(url, e)
+    if e.write then
+      return fail(string.format("nvim-claude: could not save %s into %s: %s. Nothing was installed.", url, dir, e.write))
+    end
     if e.network then
       return fail(string.format("nvim-claude: could not download %s: %s. %s", url, e.network, ways_out(r, go, asset, base)))
     end
@@ -343,12 +406,22 @@ function M.download(opts, cb)
     if f then
       f:close()
     end
-    local want
+    local want, conflict
     for line in sums:gmatch("[^\r\n]+") do
-      local hex, name = line:match("^(%x+)%s+%*?(.-)%s*$")
-      if name == asset and #hex == 64 then
-        want = hex:lower()
+      if #line <= 512 then
+        local hex, name = line:match("^(%x+)%s+%*?(%S+)%s*$")
+        if name == asset and #hex == 64 then
+          if want and want ~= hex:lower() then
+            conflict = true
+          end
+          want = hex:lower()
+        end
       end
+    end
+    if conflict then
+      return fail(
+        string.format("nvim-claude: %s lists two different checksums for %s; nothing was downloaded.", sums_url, asset)
+      )
     end
     if not want then
       return fail(
@@ -367,7 +440,12 @@ function M.download(opts, cb)
       end
       sha256(asset_tmp, function(got, serr)
         if not got then
-          return fail("nvim-claude: could not check the download's SHA-256: " .. serr .. "; nothing was installed.")
+          return fail(
+            "nvim-claude: could not check the download's SHA-256: "
+              .. serr
+              .. "; nothing was installed. "
+              .. ways_out(r, go, asset, base)
+          )
         end
         if got ~= want then
           return fail(
@@ -383,7 +461,9 @@ function M.download(opts, cb)
         uv.fs_chmod(asset_tmp, tonumber("755", 8))
         check_version(asset_tmp, version, function(verr)
           if verr then
-            return fail(string.format("nvim-claude: refused %s: %s. Nothing was installed.", url, verr))
+            return fail(
+              string.format("nvim-claude: refused %s: %s. Nothing was installed. %s", url, verr, ways_out(r, go, asset, base))
+            )
           end
           os.remove(sums_tmp)
           local ierr = install_file(asset_tmp, dest)
@@ -411,9 +491,24 @@ end
 --- default: build when Go can, else download, and say why). cb(ok, message).
 ---@param opts {mode?: "auto"|"build"|"download", base_url?: string, root?: string}
 ---@param cb fun(ok: boolean, msg: string)
+local running = false
+
 function M.run(opts, cb)
   opts = opts or {}
   local r = opts.root or root()
+  if running then
+    return cb(false, "nvim-claude: an install is already running; its message comes when it ends")
+  end
+  running = true
+  local done = cb
+  cb = function(ok, msg)
+    running = false
+    if ok then
+      -- :help nvim-claude works from a plain package too
+      pcall(vim.cmd, "silent! helptags " .. vim.fn.fnameescape(r .. "/doc"))
+    end
+    done(ok, msg)
+  end
   local go = M.go(r)
   local mode = opts.mode or "auto"
   local o = vim.tbl_extend("force", opts, { root = r, go = go })
@@ -447,7 +542,8 @@ function M.run(opts, cb)
   end
   M.download(o, function(ok, msg)
     if ok and reason ~= "" then
-      msg = msg:gsub("^nvim%-claude: ", "nvim-claude: " .. reason)
+      local repl = ("nvim-claude: " .. reason):gsub("%%", "%%%%")
+      msg = msg:gsub("^nvim%-claude: ", repl)
     end
     cb(ok, msg)
   end)
