@@ -953,12 +953,15 @@ end
 ---@param force? boolean gather now, even while the cursor moves
 ---@return table state
 function M.pull(force)
-  if not force and S.snap then
+  if S.snap then
     local now = snapshot()
     if not same(now, S.snap) then
-      S.snap = now
+      -- still moving (a forced pull too: the next move is no leading one)
       S.moved_at = uv.now()
-      return { kind = "wait", wait = math.max(1, math.floor(S.debounce / 2)) }
+      if not force then
+        S.snap = now
+        return { kind = "wait", wait = math.max(1, math.floor(S.debounce / 2)) }
+      end
     end
   end
   S.snap = nil
