@@ -2,6 +2,7 @@ package nvimbridge_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -390,31 +391,19 @@ return { sharing = require("claude.selection").sharing(), msg = _G.notes[1].msg,
 func TestSelectionVisualEnd(t *testing.T) {
 	n, b, path := startSelNvim(t)
 	ctx := context.Background()
-	ignoreSelectionNotifications(t, n)
-	// What Lua sends, noted as it is sent.
-	n.Exec(t, `_G.sent = { updates = {}, dirty = 0 }
-_G.sent_notify = vim.rpcnotify
-local notify = vim.rpcnotify
-vim.rpcnotify = function(chan, method, ...)
-  if method == "selection_update" then
-    table.insert(_G.sent.updates, (...))
-  elseif method == "selection_dirty" then
-    _G.sent.dirty = _G.sent.dirty + 1
-  end
-  return notify(chan, method, ...)
-end`)
-	t.Cleanup(func() { n.Exec(t, `vim.rpcnotify = _G.sent_notify`) })
+	sent := recordSelectionNotifications(t, n)
 	n.Exec(t, `require("claude.selection").attach(...)`, n.ChannelID())
 	t.Cleanup(func() { n.Exec(t, `require("claude.selection").detach()`) })
+	// Moves are only noted here (selection_dirty), however long the test
+	// pauses between them: TestSelectionLeadingEdge covers the pushes of a
+	// move after a rest.
+	n.Exec(t, `require("claude.selection")._rest(math.huge)`)
+	t.Cleanup(func() { n.Exec(t, `require("claude.selection")._rest(nil)`) })
 	var updates []string
 	counts := func() (int, int) {
-		var sent struct {
-			Updates []string `json:"updates"`
-			Dirty   int      `json:"dirty"`
-		}
-		n.Eval(t, `return { updates = #_G.sent.updates > 0 and _G.sent.updates or nil, dirty = _G.sent.dirty }`, &sent)
-		updates = sent.Updates
-		return len(sent.Updates), sent.Dirty
+		var d int
+		updates, d = sent()
+		return len(updates), d
 	}
 	armed := func() bool {
 		var a bool
@@ -536,5 +525,194 @@ return { Moves = count("CursorMoved") + count("CursorMovedI"), Modes = count("Mo
 	}
 	if acs.Moves != wantMoves || acs.Modes != wantModes {
 		t.Fatalf("after five arm/disarm cycles: %+v; want %d move and %d ModeChanged autocmds", acs, wantMoves, wantModes)
+	}
+}
+
+// recordSelectionNotifications accepts what the tracker sends to the
+// test's channel and notes it as it is sent: the returned function gives
+// the selection_update payloads and the count of selection_dirty so far.
+func recordSelectionNotifications(t *testing.T, n *nvimtest.Nvim) func() (updates []string, dirty int) {
+	t.Helper()
+	ignoreSelectionNotifications(t, n)
+	n.Exec(t, `_G.sent = { updates = {}, dirty = 0 }
+_G.sent_notify = vim.rpcnotify
+local notify = vim.rpcnotify
+vim.rpcnotify = function(chan, method, ...)
+  if method == "selection_update" then
+    table.insert(_G.sent.updates, (...))
+  elseif method == "selection_dirty" then
+    _G.sent.dirty = _G.sent.dirty + 1
+  end
+  return notify(chan, method, ...)
+end`)
+	t.Cleanup(func() { n.Exec(t, `vim.rpcnotify = _G.sent_notify`) })
+	return func() ([]string, int) {
+		var sent struct {
+			Updates []string `json:"updates"`
+			Dirty   int      `json:"dirty"`
+		}
+		n.Eval(t, `return { updates = #_G.sent.updates > 0 and _G.sent.updates or nil, dirty = _G.sent.dirty }`, &sent)
+		return sent.Updates, sent.Dirty
+	}
+}
+
+// TestSelectionLeadingEdge pins what Lua sends for the first move after a
+// rest (the leading edge): the state, pushed at once with a pull for the
+// rest of the burst, rather than selection_dirty; and what it leaves to the
+// pull. The rest is set per case (_rest: 0 = any move the autocmds see,
+// math.huge = none), so that nothing depends on how fast the test runs.
+func TestSelectionLeadingEdge(t *testing.T) {
+	type step struct {
+		keys string // typed and handled
+		lua  string // or run
+		open string // or openFile with focus selecting this text (a tool)
+	}
+	// cur is the cursor alone at line, character (0-based, UTF-16).
+	cur := func(line, char int) selState {
+		p := selPosAt(line, char)
+		return selState{Kind: "selection", Start: p, End: p, Empty: true}
+	}
+	tests := []struct {
+		name  string
+		rest  string // Lua: _rest's argument
+		setup string // Lua run before the autocmds are armed
+		steps []step
+		// What Lua sent during the steps: the selection_updates (compared
+		// without seq and path; each must ask for a pull) and how many
+		// selection_dirty.
+		updates []selState
+		dirty   int
+		// Then the host's pulls (wait while the burst had moved since it
+		// was noted): the state gathered at rest, if not nil.
+		pulled *selState
+	}{
+		{
+			name: "a move after a rest is pushed at once", rest: "0",
+			steps:   []step{{keys: "3G"}},
+			updates: []selState{cur(2, 0)},
+		},
+		{
+			name: "the moves that follow are left to the pull", rest: "0",
+			steps:   []step{{keys: "3G"}, {keys: "j"}, {keys: "w"}},
+			updates: []selState{cur(2, 0)},
+			pulled:  &selState{Kind: "selection", Start: selPosAt(3, 6), End: selPosAt(3, 6), Empty: true},
+		},
+		{
+			name: "a move within the rest is only noted", rest: "math.huge",
+			steps:  []step{{keys: "3G"}, {keys: "j"}},
+			dirty:  1,
+			pulled: &selState{Kind: "selection", Start: selPosAt(3, 0), End: selPosAt(3, 0), Empty: true},
+		},
+		{
+			name: "insert mode", rest: "0",
+			setup:   `vim.api.nvim_win_set_cursor(0, { 3, 0 })`,
+			steps:   []step{{keys: "A"}, {keys: "xy"}, {keys: "<Esc>"}},
+			updates: []selState{cur(2, 13)},
+			pulled:  &selState{Kind: "selection", Start: selPosAt(2, 14), End: selPosAt(2, 14), Empty: true},
+		},
+		{
+			name: "a window that shares nothing is only noted", rest: "0",
+			setup: `vim.cmd("help")`,
+			steps: []step{{keys: "G"}},
+			dirty: 1,
+		},
+		{
+			name: "a denied file is pushed as denied, with nothing of it", rest: "0",
+			setup:   `vim.cmd("edit .env")`,
+			steps:   []step{{keys: "j"}},
+			updates: []selState{{Kind: "denied"}},
+		},
+		{
+			name: "entering visual mode is only noted", rest: "0",
+			steps:  []step{{keys: "v"}, {keys: "l"}},
+			dirty:  1,
+			pulled: &selState{Kind: "selection", Text: "he", Start: selPosAt(0, 0), End: selPosAt(0, 2)},
+		},
+		{
+			// openFile selects the text in Visual mode: ModeChanged comes
+			// before the tool records the selection as its own, and is only
+			// noted; the pull withholds it. The user's change of it is the
+			// user's.
+			name: "a tool's selection is not pushed, the user's change of it is", rest: "0",
+			setup: `vim.cmd("edit keys.txt")`,
+			steps: []step{
+				{open: "AKIA-SECRET"},
+				{lua: `assert(require("claude.selection").pull(false).kind == "wait")`},
+				{lua: `assert(require("claude.selection").pull(false).kind == "skip")`},
+				{keys: "l"},
+			},
+			updates: []selState{{Kind: "selection", Text: "AKIA-SECRET-", Start: selPosAt(1, 0), End: selPosAt(1, 12)}},
+			dirty:   1,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n, b, _ := startSelNvim(t)
+			ctx := context.Background()
+			for name, text := range map[string]string{".env": "A=1\nB=2\n", "keys.txt": "one\nAKIA-SECRET-KEY\n"} {
+				if err := os.WriteFile(filepath.Join(n.Dir, name), []byte(text), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			sent := recordSelectionNotifications(t, n)
+			n.Exec(t, `require("claude.selection").attach(...)`, n.ChannelID())
+			t.Cleanup(func() { n.Exec(t, `require("claude.selection").detach() require("claude.selection")._rest(nil)`) })
+			n.Exec(t, `require("claude.selection")._rest(`+tt.rest+`)`)
+			if tt.setup != "" {
+				n.Exec(t, tt.setup)
+			}
+			// At rest and armed, wherever setup left the cursor.
+			if _, err := b.PullSelection(ctx, true); err != nil {
+				t.Fatal(err)
+			}
+			u0, d0 := sent()
+			for _, s := range tt.steps {
+				switch {
+				case s.keys != "":
+					selInput(t, n, s.keys)
+				case s.lua != "":
+					n.Exec(t, s.lua)
+				case s.open != "":
+					var path string
+					n.Eval(t, `return vim.api.nvim_buf_get_name(0)`, &path)
+					o, err := b.OpenFile(ctx, nvimbridge.OpenFileOptions{Path: path, StartText: s.open, Focus: true})
+					if err != nil || !o.Found {
+						t.Fatalf("openFile: %+v, %v", o, err)
+					}
+				}
+			}
+			raw, d := sent()
+			raw = raw[len(u0):]
+			if len(raw) != len(tt.updates) || d-d0 != tt.dirty {
+				t.Fatalf("sent %d selection_update %q and %d selection_dirty; want %d and %d", len(raw), raw, d-d0, len(tt.updates), tt.dirty)
+			}
+			for i, want := range tt.updates {
+				var got struct {
+					State selState `json:"state"`
+					Pull  bool     `json:"pull"`
+				}
+				if err := json.Unmarshal([]byte(raw[i]), &got); err != nil {
+					t.Fatal(err)
+				}
+				got.State.Seq, got.State.Path = 0, ""
+				if got.State != want || !got.Pull {
+					t.Errorf("selection_update %d = %s\nwant %+v with pull", i, raw[i], want)
+				}
+			}
+			if tt.pulled == nil {
+				return
+			}
+			st, err := b.PullSelection(ctx, false)
+			if err == nil && st.Kind == nvimbridge.SelectionKindWait {
+				st, err = b.PullSelection(ctx, false)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			st.Seq, st.Path = 0, ""
+			if st != *tt.pulled {
+				t.Fatalf("the pull after the burst = %+v\nwant %+v", st, *tt.pulled)
+			}
+		})
 	}
 }

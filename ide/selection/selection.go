@@ -50,9 +50,11 @@ const (
 // mentions (at_mentioned) and the selection tools.
 //
 // Lua tells it that the cursor moved (selection_dirty, once per quiet
-// period), pushes a selection that just ended (selection_update, which may
-// also ask for a pull after the debounce, as selection_dirty does) and
-// turns sharing on and off (selection_share). One goroutine (run) owns the
+// period), pushes a state it gathered at once (selection_update: a
+// selection that just ended, or the first move after a rest — the leading
+// edge; either may also ask for a pull after the debounce, as
+// selection_dirty does, which sends the final state of a burst) and turns
+// sharing on and off (selection_share). One goroutine (run) owns the
 // debounce: after debounce_ms it pulls the state from Neovim, lets the
 // coalescer drop stale and duplicate observations and broadcasts the rest.
 // The same goroutine greets a newly connected CLI with the latest selection
@@ -166,7 +168,7 @@ type selEventKind int
 
 const (
 	selDirty     selEventKind = iota // the cursor moved: debounce, then pull
-	selUpdate                        // Lua pushed a state (visual mode ended); pull: then as selDirty
+	selUpdate                        // Lua pushed a state (visual mode ended, a move after a rest); pull: then as selDirty
 	selShare                         // sharing turned off: drop a pending pull
 	selFlush                         // pull now if a pull is pending (tools)
 	selConnected                     // a CLI connected: greet it after greetDelay
@@ -203,7 +205,8 @@ func (c *Tracker) post(ev selEvent) bool {
 type updateParams struct {
 	State nvimbridge.SelectionState `json:"state"`
 	// Pull: Lua left its move autocmds disarmed; the pull after the
-	// debounce re-arms them once the cursor rests.
+	// debounce sends what changed since and re-arms them once the cursor
+	// rests.
 	Pull bool `json:"pull"`
 }
 

@@ -326,3 +326,85 @@ func TestSelectionUpdatePull(t *testing.T) {
 		})
 	}
 }
+
+// callCollecting makes a tools/call and returns the selection_changed
+// notifications that came before its response. getLatestSelection flushes
+// a pending pull before it answers, and the broadcast it makes is written
+// before the response: what a burst left to the pull is in here.
+func (c *selCLI) callCollecting(t *testing.T, tool string) []selPayload {
+	t.Helper()
+	c.nextID++
+	id := fmt.Sprint(c.nextID)
+	c.Send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":%q,"arguments":{}}}`, id, tool))
+	var sels []selPayload
+	for {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+		}
+		if err := json.Unmarshal([]byte(c.next(t)), &m); err != nil {
+			t.Fatal(err)
+		}
+		if string(m.ID) == id {
+			return sels
+		}
+		if m.Method == "selection_changed" {
+			var p selPayload
+			if err := json.Unmarshal(m.Params, &p); err != nil {
+				t.Fatal(err)
+			}
+			sels = append(sels, p)
+		}
+	}
+}
+
+// TestSelectionLeadingEdge: the first move after a rest reaches the CLI
+// without waiting for the debounce (held an hour here: only Lua's push can
+// send it); the moves that follow are coalesced, and the pull at rest (a
+// tool's flush here) sends the final state: a burst costs the CLI the
+// first state and the last, never more. The rest is set per case (_rest: 0
+// = any move, math.huge = none), so nothing depends on timing.
+func TestSelectionLeadingEdge(t *testing.T) {
+	tests := []struct {
+		name string
+		rest string
+		keys []string // typed one after another, each handled before the next
+		// early: what the CLI gets before any pull, in order; flushed: what
+		// the pull sends. Cursor positions in sample.txt, {line, character}.
+		early, flushed [][2]int
+	}{
+		{"a lone move is sent at once", "0", []string{"3G"}, [][2]int{{2, 0}}, nil},
+		{"a burst: the first move at once, then only the final state", "0", []string{"3G", "j", "j", "w"}, [][2]int{{2, 0}}, [][2]int{{4, 6}}},
+		{"a burst that comes back to where it started: nothing more", "0", []string{"3G", "j", "k"}, [][2]int{{2, 0}}, nil},
+		{"within the rest: nothing until the pull", "math.huge", []string{"3G", "j"}, nil, [][2]int{{3, 0}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := startSelHarness(t, selHarnessOpts{hold: true})
+			h.Exec(t, `require("claude.selection")._rest(`+tt.rest+`)`)
+			t.Cleanup(func() { _ = h.ExecLua(`require("claude.selection")._rest(nil)`, nil) })
+			c := h.connect(t, 4242)
+			if got, want := c.selection(t), h.cursorAt(h.file, 0, 0); got != want {
+				t.Fatalf("greeting = %+v, want %+v", got, want)
+			}
+			for _, k := range tt.keys {
+				h.keys(t, k)
+			}
+			for i, p := range tt.early {
+				if got, want := c.selection(t), h.cursorAt(h.file, p[0], p[1]); got != want {
+					t.Fatalf("selection_changed %d before the pull = %+v, want %+v", i, got, want)
+				}
+			}
+			h.sync(t) // Lua's notifications so far are before the flush
+			got := c.callCollecting(t, "getLatestSelection")
+			var want []selPayload
+			for _, p := range tt.flushed {
+				want = append(want, h.cursorAt(h.file, p[0], p[1]))
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("sent by the pull at rest: %+v\nwant %+v", got, want)
+			}
+		})
+	}
+}

@@ -10,6 +10,17 @@
 -- later; once it has come to rest the payload is gathered and the autocmds
 -- come back. While the cursor keeps moving no Lua runs at all.
 --
+-- The leading edge: when that first move comes after a rest (nothing seen
+-- moving for at least the debounce), waiting tells Claude nothing new, so
+-- the state is gathered right then and pushed (selection_update with pull,
+-- as a visual-mode end is) instead of selection_dirty: a lone move reaches
+-- the CLI at once. What follows within the debounce is coalesced as above
+-- and the pull sends the final state, so a burst costs the CLI at most two
+-- messages, the first and the last. Only a real move does this: a buffer
+-- entered or visual mode entered may be a tool at work (openFile enters
+-- visual mode before it records the selection as its own), and the pull's
+-- gathering comes after the tool is done.
+--
 -- Leaving visual mode is the exception: the selection is about to vanish,
 -- so it is gathered from the '< and '> marks right away and pushed
 -- (selection_update), and stays "sticky" until the cursor really moves, so
@@ -52,6 +63,8 @@ local S = {
   armed = false, -- the one-shot CursorMoved/CursorMovedI autocmds exist (in group)
   armpos = nil, -- {win, buf, lnum, col}: where the cursor was when they were made
   dirty_at = 0, -- when selection_dirty was last sent (re-armed if no pull came)
+  moved_at = -math.huge, -- uv.now() when a move or a state change was last seen
+  rest_ms = nil, -- how long a rest is (tests); nil: the debounce
   snap = nil, -- where the cursor was when it started moving (or at the last pull)
   blockgroup = nil, -- augroup of the autocmd noting `$` in blockwise visual mode
   block = false, -- that autocmd exists
@@ -618,7 +631,24 @@ local function dirty()
   disarm()
   S.snap = snapshot()
   S.dirty_at = uv.now()
+  S.moved_at = S.dirty_at
   send("selection_dirty")
+end
+
+-- lead is the leading edge: the first move after a rest is gathered and
+-- pushed now, and the host pulls after the debounce as after dirty (which
+-- sends the burst's final state and re-arms the move autocmds). A window
+-- that shares nothing, or a sticky selection, is left to that pull.
+local function lead()
+  local st = current_state()
+  if st.kind ~= "selection" and st.kind ~= "denied" then
+    return dirty()
+  end
+  disarm()
+  S.snap = snapshot()
+  S.dirty_at = uv.now()
+  S.moved_at = S.dirty_at
+  send("selection_update", { state = next_seq(st), pull = true })
 end
 
 -- on_move is the one-shot move autocmd: it runs once per quiet period.
@@ -635,7 +665,14 @@ local function on_move()
       return
     end
   end
-  dirty()
+  -- The last move seen is at most S.moved_at (a pull notes the time it saw
+  -- the cursor moving, not when it moved): the rest is at least this long.
+  local rest = S.rest_ms or S.debounce
+  if rest < math.huge and uv.now() - S.moved_at >= rest then
+    lead()
+  else
+    dirty()
+  end
 end
 
 -- arm installs the one-shot move autocmds; entering visual mode counts as
@@ -680,6 +717,7 @@ local function push(st, win, buf, pull)
     disarm()
     S.snap = { win, buf, c[1], c[2], api.nvim_get_mode().mode }
     S.dirty_at = uv.now()
+    S.moved_at = S.dirty_at
   end
   send("selection_update", { state = next_seq(st), pull = pull or nil })
   return pull
@@ -692,7 +730,7 @@ local function visual_ended()
   local win, buf = api.nvim_get_current_win(), api.nvim_get_current_buf()
   local now = uv.now()
   local rapid = now - S.ended_at < S.rapid_ms and not S.armed
-  S.ended_at = now
+  S.ended_at, S.moved_at = now, now
   local vwin = S.vwin
   S.vwin = nil
   if vwin and vwin ~= win then
@@ -792,7 +830,7 @@ local function start_tracking(chan)
   end
   S.chan = chan
   S.armed, S.armpos, S.block, S.snap, S.dirty_at, S.sticky, S.vwin = false, nil, false, nil, 0, nil, nil
-  S.ended_at = -math.huge
+  S.ended_at, S.moved_at = -math.huge, -math.huge
   S.debounce = config.options.selection.debounce_ms
   S.blockgroup = api.nvim_create_augroup("nvim-claude-selection-block", { clear = true })
   S.group = api.nvim_create_augroup("nvim-claude-selection", { clear = true })
@@ -915,11 +953,15 @@ end
 ---@param force? boolean gather now, even while the cursor moves
 ---@return table state
 function M.pull(force)
-  if not force and S.snap then
+  if S.snap then
     local now = snapshot()
     if not same(now, S.snap) then
-      S.snap = now
-      return { kind = "wait", wait = math.max(1, math.floor(S.debounce / 2)) }
+      -- still moving (a forced pull too: the next move is no leading one)
+      S.moved_at = uv.now()
+      if not force then
+        S.snap = now
+        return { kind = "wait", wait = math.max(1, math.floor(S.debounce / 2)) }
+      end
     end
   end
   S.snap = nil
@@ -978,6 +1020,11 @@ end
 function M._rapid(ms)
   S.rapid_ms = ms or RAPID_MS
   S.ended_at = -math.huge
+end
+--- Sets how long the cursor must rest before a move is sent at once (nil:
+--- the debounce; 0: every move the autocmds see; math.huge: never).
+function M._rest(ms)
+  S.rest_ms = ms
 end
 M._region = region
 M._visual_last = visual_last
