@@ -130,7 +130,7 @@ func (s *scanner) object(depth int, members *[]member) error {
 			return err
 		}
 		if members != nil {
-			*members = append(*members, member{key: unquote(s.data[kStart:kEnd]), val: s.data[vStart:s.pos:s.pos]})
+			*members = append(*members, member{key: keyName(s.data[kStart:kEnd]), val: s.data[vStart:s.pos:s.pos]})
 		}
 		s.space()
 		if s.pos >= len(s.data) {
@@ -300,7 +300,7 @@ func split(data []byte, validate bool) ([]member, error) {
 	s := scanner{data: data, validate: validate}
 	s.space()
 	isObject := s.pos < len(data) && data[s.pos] == '{'
-	members := []member{}
+	members := make([]member, 0, 4)
 	if err := s.value(0, &members); err != nil {
 		return nil, err
 	}
@@ -312,6 +312,31 @@ func split(data []byte, validate bool) ([]member, error) {
 		return nil, errNotObject
 	}
 	return members, nil
+}
+
+// keyName unquotes an object key (a validated JSON string); the keys of
+// the JSON-RPC envelope and of tools/call's params come without an
+// allocation.
+func keyName(raw []byte) string {
+	switch string(raw) {
+	case `"jsonrpc"`:
+		return "jsonrpc"
+	case `"id"`:
+		return "id"
+	case `"method"`:
+		return "method"
+	case `"params"`:
+		return "params"
+	case `"name"`:
+		return "name"
+	case `"arguments"`:
+		return "arguments"
+	case `"_meta"`:
+		return "_meta"
+	case `"progressToken"`:
+		return "progressToken"
+	}
+	return unquote(raw)
 }
 
 // unquote decodes a JSON string value (raw, quotes included) that was

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 )
 
@@ -236,21 +237,53 @@ func decodeCallParams(params json.RawMessage) (callParams, error) {
 	}
 	for _, m := range members {
 		switch m.key {
-		case "name":
-			p.Name = nil // the last one counts
-			if err := json.Unmarshal(m.val, &p.Name); err != nil {
+		case "name": // decoded as encoding/json decodes into a *string
+			switch firstByte(m.val) {
+			case 'n':
+				p.Name = nil // the last one counts
+			case '"':
+				name := unquote(m.val)
+				p.Name = &name
+			default:
 				return p, InvalidParams("Invalid params: name has the wrong type")
 			}
 		case "arguments":
 			p.Arguments = m.val
 		case "_meta":
-			p.Meta.ProgressToken = nil
-			if err := json.Unmarshal(m.val, &p.Meta); err != nil {
+			token, err := decodeMeta(m.val)
+			if err != nil {
 				return p, InvalidParams("Invalid params: _meta has the wrong type")
 			}
+			p.Meta.ProgressToken = token
 		}
 	}
 	return p, nil
+}
+
+// decodeMeta returns the progress token of tools/call's _meta (a
+// validated span), as encoding/json decodes it into callParams.Meta: null
+// has none, anything but an object is an error, and the token's key
+// matches case-insensitively, the last match winning. The token is copied:
+// a handler that keeps it must not keep the whole message.
+func decodeMeta(raw json.RawMessage) (json.RawMessage, error) {
+	switch firstByte(raw) {
+	case 'n':
+		return nil, nil
+	case '{':
+	default:
+		return nil, errors.New("_meta is not an object")
+	}
+	members, err := splitValidObject(raw)
+	if err != nil {
+		return nil, err
+	}
+	var token json.RawMessage
+	for _, m := range members {
+		if m.key == "progressToken" || strings.EqualFold(m.key, "progressToken") {
+			token = append(json.RawMessage(nil), m.val...)
+		}
+	}
+	return token, nil
 }
 
 func (r *registry) callTool(ctx context.Context, client ClientInfo, params json.RawMessage) (any, error) {

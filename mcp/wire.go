@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 )
 
 // JSON-RPC 2.0 error codes.
@@ -85,20 +86,32 @@ func decodeMessage(data []byte) (msg incoming, _ *Error) {
 		}
 		return msg, invalidRequest("message must be a JSON object")
 	}
-	fields := make(map[string]json.RawMessage, len(members))
+	// The last of a repeated key wins, as in encoding/json; keys match
+	// exactly, as a map of the members would.
+	var version, id, methodRaw, params json.RawMessage
+	var hasID, hasMethod, hasParams, hasResult, hasError bool
 	for _, m := range members {
-		fields[m.key] = m.val // the last of a repeated key wins, as in encoding/json
+		switch m.key {
+		case "jsonrpc":
+			version = m.val
+		case "id":
+			id, hasID = m.val, true
+		case "method":
+			methodRaw, hasMethod = m.val, true
+		case "params":
+			params, hasParams = m.val, true
+		case "result":
+			hasResult = true
+		case "error":
+			hasError = true
+		}
 	}
-	methodRaw, hasMethod := fields["method"]
-	if _, ok := fields["result"]; ok && !hasMethod {
-		return incoming{kind: kindResponse, id: fields["id"]}, nil
-	}
-	if _, ok := fields["error"]; ok && !hasMethod {
-		return incoming{kind: kindResponse, id: fields["id"]}, nil
+	if (hasResult || hasError) && !hasMethod {
+		return incoming{kind: kindResponse, id: id}, nil
 	}
 
 	msg.kind = kindNotification
-	if id, ok := fields["id"]; ok {
+	if hasID {
 		switch b := firstByte(id); {
 		case b == '"', b == '-', b >= '0' && b <= '9':
 			msg.id, msg.kind = id, kindRequest
@@ -106,14 +119,15 @@ func decodeMessage(data []byte) (msg incoming, _ *Error) {
 			return msg, invalidRequest("id must be a string or a number")
 		}
 	}
-	var version string
-	if err := json.Unmarshal(fields["jsonrpc"], &version); err != nil || version != "2.0" {
+	// data was validated: a value that starts with a quote is a string.
+	if firstByte(version) != '"' || !(string(version) == `"2.0"` || unquote(version) == "2.0") {
 		return msg, invalidRequest(`jsonrpc must be "2.0"`)
 	}
-	if !hasMethod || firstByte(methodRaw) != '"' || json.Unmarshal(methodRaw, &msg.method) != nil {
+	if !hasMethod || firstByte(methodRaw) != '"' {
 		return msg, invalidRequest("method must be a string")
 	}
-	if params, ok := fields["params"]; ok {
+	msg.method = methodName(methodRaw)
+	if hasParams {
 		switch firstByte(params) {
 		case '{', '[':
 			msg.params = params
@@ -123,6 +137,26 @@ func decodeMessage(data []byte) (msg incoming, _ *Error) {
 		}
 	}
 	return msg, nil
+}
+
+// methodName unquotes a method name (a validated JSON string); the names
+// the server handles itself come without an allocation.
+func methodName(raw json.RawMessage) string {
+	switch string(raw) {
+	case `"tools/call"`:
+		return "tools/call"
+	case `"ping"`:
+		return "ping"
+	case `"tools/list"`:
+		return "tools/list"
+	case `"initialize"`:
+		return "initialize"
+	case `"notifications/cancelled"`:
+		return "notifications/cancelled"
+	case `"notifications/initialized"`:
+		return "notifications/initialized"
+	}
+	return unquote(raw)
 }
 
 // firstByte returns the first non-space byte of data, or 0.
@@ -139,6 +173,9 @@ func firstByte(data []byte) byte {
 func idKey(id json.RawMessage) (string, bool) {
 	switch b := firstByte(id); {
 	case b == '"':
+		if body, ok := plainQuoted(bytes.TrimSpace(id)); ok {
+			return "s" + string(body), true
+		}
 		var s string
 		if json.Unmarshal(id, &s) != nil {
 			return "", false
@@ -148,6 +185,21 @@ func idKey(id json.RawMessage) (string, bool) {
 		return "n" + string(bytes.TrimSpace(id)), true
 	}
 	return "", false
+}
+
+// plainQuoted returns the body of a JSON string that needs no decoding:
+// no escapes, no control characters, valid UTF-8.
+func plainQuoted(raw []byte) ([]byte, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return nil, false
+	}
+	body := raw[1 : len(raw)-1]
+	for _, c := range body {
+		if !plainString[c] {
+			return nil, false
+		}
+	}
+	return body, utf8.Valid(body)
 }
 
 // marshalJSON is json.Marshal without HTML escaping and without the
