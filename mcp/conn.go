@@ -89,6 +89,10 @@ func newConn(svc *service, client ClientInfo) *conn {
 	}
 }
 
+// debugging reports whether debug logs are wanted: the hot path's
+// arguments are not even built when they are not.
+func (c *conn) debugging() bool { return c.log.Enabled(c.ctx, slog.LevelDebug) }
+
 func (c *conn) info() ClientInfo {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -188,7 +192,9 @@ func (c *conn) startRequest(msg incoming) {
 			"Server busy: %d requests are already running on this connection; wait for some to finish", limit)}))
 		return
 	}
-	c.log.Debug("request", "method", msg.method, "id", string(msg.id))
+	if c.debugging() {
+		c.log.Debug("request", "method", msg.method, "id", string(msg.id))
+	}
 	c.requests.Add(1)
 	// msg's id and params are spans of the message as read. The id is
 	// copied and msg goes to the goroutine as an argument, so that nothing
