@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -37,11 +38,13 @@ type outgoing struct {
 }
 
 // conn is one client connection: the engine that both transports share.
-// Its read loop runs in the goroutine that calls serve; every write
-// (replies, notifications, and the framer's own control frames) goes
-// through the single writer goroutine, fed by a bounded queue; each
-// request runs in a goroutine of its own, counted in requests. serve
-// returns only once all of them have stopped.
+// Its read loop runs in the goroutine that calls serve. One goroutine at
+// a time writes to the framer, the one holding wmu: the writer goroutine,
+// which writes what is queued (notifications, the framer's own control
+// frames, heartbeats, the orderly end), or a request writing its own
+// reply when nothing is queued before it (reply). Each request runs in a
+// goroutine of its own, counted in requests. serve returns only once all
+// of them have stopped.
 type conn struct {
 	svc *service
 	fr  framer
@@ -57,6 +60,11 @@ type conn struct {
 	writeDone chan struct{}
 	flush     bool // set before readDone closes: the writer sends what is queued before it stops
 	requests  sync.WaitGroup
+
+	wmu     sync.Mutex      // held while writing to the framer
+	wctx    context.Context // every write's: c.ctx without its cancellation; set by serve
+	broken  bool            // a write failed, nothing more is written; guarded by wmu
+	pending atomic.Int64    // messages queued in out and not yet written
 
 	mu          sync.Mutex
 	client      ClientInfo
@@ -107,6 +115,9 @@ func (c *conn) info() ClientInfo {
 func (c *conn) serve(ctx context.Context) error {
 	c.ctx, c.cancel = context.WithCancel(ctx)
 	defer c.cancel()
+	// The writes outlive c.ctx: the orderly end is still sent once the
+	// server closes or the read loop ends.
+	c.wctx = context.WithoutCancel(c.ctx)
 	go c.writeLoop()
 	err := c.readLoop()
 	c.log.Debug("read loop ended", "err", err)
@@ -214,7 +225,7 @@ func (c *conn) startRequest(msg incoming) {
 			c.log.Debug("reply suppressed: request cancelled", "method", method, "id", string(id))
 			return
 		}
-		_ = c.send(reply)
+		_ = c.reply(reply)
 	}(msg)
 }
 
@@ -251,6 +262,41 @@ func (c *conn) cancelRequest(key, reason string) {
 	}
 }
 
+// reply sends a request's reply. When nothing is queued before it and no
+// one is writing, the request's goroutine writes it at once, which spares
+// the writer goroutine a wake-up per call; otherwise it is queued like any
+// message (send), behind what came first.
+func (c *conn) reply(data []byte) error {
+	if c.pending.Load() != 0 || !c.wmu.TryLock() {
+		return c.send(data)
+	}
+	// pending only grows before a message is queued and shrinks once it
+	// is written (under wmu): 0 here means everything queued before this
+	// reply, by this goroutine or by one it heard from, is written.
+	if c.pending.Load() != 0 || c.broken || !c.writable() {
+		c.wmu.Unlock()
+		return c.send(data)
+	}
+	defer c.wmu.Unlock()
+	return c.writeLocked(outgoing{data: data})
+}
+
+// writable reports whether messages may still be written: not after the
+// orderly end was requested, nor once the read loop or the writer has
+// ended.
+func (c *conn) writable() bool {
+	select {
+	case <-c.closing:
+		return false
+	case <-c.readDone:
+		return false
+	case <-c.writeDone:
+		return false
+	default:
+		return true
+	}
+}
+
 // send queues a message for the writer. If the queue stays full for the
 // service's queueWait the client is too slow and the connection is
 // dropped, so that the host is never blocked for long.
@@ -263,6 +309,7 @@ func (c *conn) send(data []byte) error {
 	default:
 	}
 	o := outgoing{data: data}
+	c.pending.Add(1)
 	select {
 	case c.out <- o:
 		return nil
@@ -274,10 +321,13 @@ func (c *conn) send(data []byte) error {
 	case c.out <- o:
 		return nil
 	case <-c.closing:
+		c.pending.Add(-1)
 		return ErrClosed
 	case <-c.writeDone:
+		c.pending.Add(-1)
 		return ErrClosed
 	case <-t.C:
+		c.pending.Add(-1)
 		c.log.Warn("client too slow, dropping the connection")
 		_ = c.fr.close()
 		return fmt.Errorf("mcp: send queue of client %s full: %w", c.id, ErrClosed)
@@ -287,10 +337,12 @@ func (c *conn) send(data []byte) error {
 // queueControl implements link: a control frame that does not fit is
 // dropped (a peer whose ping goes unanswered pings again).
 func (c *conn) queueControl(kind int, data []byte) bool {
+	c.pending.Add(1)
 	select {
 	case c.out <- outgoing{data: data, ctl: kind}:
 		return true
 	default:
+		c.pending.Add(-1)
 		return false
 	}
 }
@@ -321,13 +373,12 @@ func (c *conn) isClosing() bool {
 	}
 }
 
-// writeLoop is the connection's only writer. It stops after the orderly
-// end, after a failed write, or once the read loop has ended.
+// writeLoop is the connection's writer goroutine: it writes what is
+// queued and the heartbeat, and ends the connection in order. It stops
+// after the orderly end, after a failed write, or once the read loop has
+// ended.
 func (c *conn) writeLoop() {
 	defer close(c.writeDone)
-	// The writer outlives c.ctx: it still has the orderly end to send
-	// once the server closes or the read loop ends.
-	ctx := context.WithoutCancel(c.ctx)
 	var ticks <-chan time.Time
 	hb, beats := c.fr.(heartbeat)
 	if beats {
@@ -338,45 +389,65 @@ func (c *conn) writeLoop() {
 	for {
 		select {
 		case o := <-c.out:
-			if err := c.write(ctx, o); err != nil {
-				c.log.Debug("write failed", "err", err)
-				_ = c.fr.close()
+			if !c.writeQueued(o) {
 				return
 			}
 		case now := <-ticks:
-			if err := hb.beat(ctx, now); err != nil {
-				var fe *frameError
-				if errors.As(err, &fe) {
-					c.log.Debug("heartbeat: closing", "reason", fe.reason)
-					c.requestClose(fe.code, fe.reason)
-					continue
-				}
-				c.log.Debug("heartbeat failed", "err", err)
-				_ = c.fr.close()
+			if !c.beat(hb, now) {
 				return
 			}
 		case <-c.closing:
-			c.shutdown(ctx)
+			c.shutdown()
 			return
 		case <-c.readDone:
-			if c.flush && !c.drain(ctx) {
+			if c.flush && !c.drain() {
 				return
 			}
 			if c.isClosing() {
-				c.shutdown(ctx)
+				c.shutdown()
 			}
 			return
 		}
 	}
 }
 
+// writeQueued writes a message taken from the queue; it reports false
+// once writing has failed.
+func (c *conn) writeQueued(o outgoing) bool {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	defer c.pending.Add(-1)
+	return !c.broken && c.writeLocked(o) == nil
+}
+
+// beat runs the heartbeat; it reports false when the writer must stop.
+func (c *conn) beat(hb heartbeat, now time.Time) bool {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.broken {
+		return false
+	}
+	if err := hb.beat(c.wctx, now); err != nil {
+		var fe *frameError
+		if errors.As(err, &fe) {
+			c.log.Debug("heartbeat: closing", "reason", fe.reason)
+			c.requestClose(fe.code, fe.reason)
+			return true
+		}
+		c.log.Debug("heartbeat failed", "err", err)
+		c.broken = true
+		_ = c.fr.close()
+		return false
+	}
+	return true
+}
+
 // drain writes what is queued; it reports false after a failed write.
-func (c *conn) drain(ctx context.Context) bool {
+func (c *conn) drain() bool {
 	for {
 		select {
 		case o := <-c.out:
-			if err := c.write(ctx, o); err != nil {
-				c.log.Debug("write failed", "err", err)
+			if !c.writeQueued(o) {
 				return false
 			}
 		default:
@@ -385,33 +456,48 @@ func (c *conn) drain(ctx context.Context) bool {
 	}
 }
 
-func (c *conn) write(ctx context.Context, o outgoing) error {
+// writeLocked writes o; c.wmu is held. After a failed write the
+// connection is closed and nothing more is written.
+func (c *conn) writeLocked(o outgoing) error {
+	var err error
 	if o.ctl != 0 {
-		return c.fr.control(ctx, o.ctl, o.data)
+		err = c.fr.control(c.wctx, o.ctl, o.data)
+	} else {
+		err = c.fr.write(c.wctx, o.data)
+		if len(o.data) >= hugeReply {
+			// A whole file went out (openDiff's answer): its buffers
+			// are garbage now; give the memory back rather than keep
+			// the peak.
+			o.data = nil
+			debug.FreeOSMemory()
+		}
 	}
-	err := c.fr.write(ctx, o.data)
-	if len(o.data) >= hugeReply {
-		// A whole file went out (openDiff's answer): its buffers are
-		// garbage now; give the memory back rather than keep the peak.
-		o.data = nil
-		debug.FreeOSMemory()
+	if err != nil {
+		c.log.Debug("write failed", "err", err)
+		c.broken = true
+		_ = c.fr.close()
 	}
 	return err
 }
 
 // shutdown writes the last message, if any, then has the framer end the
 // connection in order.
-func (c *conn) shutdown(ctx context.Context) {
+func (c *conn) shutdown() {
 	c.mu.Lock()
 	code, reason, last := c.closeCode, c.closeReason, c.closeLast
 	c.closeLast = nil
 	c.mu.Unlock()
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.broken {
+		return
+	}
 	if last != nil {
-		if err := c.fr.write(ctx, last); err != nil {
+		if err := c.fr.write(c.wctx, last); err != nil {
 			c.log.Debug("write failed", "err", err)
 		}
 	}
-	if err := c.fr.shutdown(ctx, code, reason); err != nil {
+	if err := c.fr.shutdown(c.wctx, code, reason); err != nil {
 		c.log.Debug("orderly close failed", "err", err)
 		_ = c.fr.close()
 		return

@@ -15,9 +15,10 @@ import (
 // Claude Code CLI) and lineFramer (one message a line, for the editor tools'
 // stdio relay).
 //
-// The engine calls read from its read loop only, and write, control and
-// shutdown from its writer goroutine only; close may be called from
-// anywhere, at any time, more than once.
+// The engine calls read from its read loop only, and write, control,
+// shutdown (and a heartbeat's beat) from one goroutine at a time, the one
+// holding the connection's write lock; close may be called from anywhere,
+// at any time, more than once.
 type framer interface {
 	// read returns the next message. An error wrapping a *frameError is
 	// a message that broke the transport's rules: the engine ends the
