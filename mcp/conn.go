@@ -25,6 +25,7 @@ type service struct {
 	onIDEConnected func(ClientInfo) // nil for none; called through callHook
 
 	maxInflight int           // requests running at once on one connection
+	inlineFor   time.Duration // how long a request runs in the read loop before reading moves on (see readLoop)
 	queueSize   int           // messages waiting for the writer
 	queueWait   time.Duration // how long a full queue may block a sender
 	newTicker   newTickerFunc // for a framer's heartbeat
@@ -38,13 +39,16 @@ type outgoing struct {
 }
 
 // conn is one client connection: the engine that both transports share.
-// Its read loop runs in the goroutine that calls serve. One goroutine at
-// a time writes to the framer, the one holding wmu: the writer goroutine,
-// which writes what is queued (notifications, the framer's own control
-// frames, heartbeats, the orderly end), or a request writing its own
-// reply when nothing is queued before it (reply). Each request runs in a
-// goroutine of its own, counted in requests. serve returns only once all
-// of them have stopped.
+// One goroutine at a time writes to the framer, the one holding wmu: the
+// writer goroutine, which writes what is queued (notifications, the
+// framer's own control frames, heartbeats, the orderly end), or a request
+// writing its own reply when nothing is queued before it (reply). The
+// read loop runs each request it reads in its own goroutine (inline) for
+// up to svc.inlineFor; a request still running then keeps that goroutine,
+// and the hand-off timer moves the read loop to a new one (see readLoop).
+// Requests are counted in requests, the read loop's goroutines in
+// readers; serve returns only once all of them, and the writer, have
+// stopped.
 type conn struct {
 	svc *service
 	fr  framer
@@ -65,6 +69,18 @@ type conn struct {
 	wctx    context.Context // every write's: c.ctx without its cancellation; set by serve
 	broken  bool            // a write failed, nothing more is written; guarded by wmu
 	pending atomic.Int64    // messages queued in out and not yet written
+
+	// The read loop's place. Only the goroutine running the loop (the
+	// reader) touches ticket and arms handoff; inline is the ticket of
+	// the request the reader runs inline, 0 while it reads. Whoever
+	// swaps inline from a ticket to 0 owns the loop: the reader when its
+	// request ends in time, takeOver when handoff fires first.
+	ticket    uint64
+	inline    atomic.Uint64
+	handoff   *time.Timer    // calls takeOver; set by serve
+	readers   sync.WaitGroup // the goroutines the loop ran in
+	loopEnded chan struct{}  // closed by the reader whose read failed, once readErr is set
+	readErr   error          // why the read loop ended
 
 	mu          sync.Mutex
 	client      ClientInfo
@@ -92,6 +108,7 @@ func newConn(svc *service, client ClientInfo) *conn {
 		closing:   make(chan struct{}),
 		readDone:  make(chan struct{}),
 		writeDone: make(chan struct{}),
+		loopEnded: make(chan struct{}),
 		client:    client,
 		inflight:  make(map[string]*inflight),
 	}
@@ -118,8 +135,19 @@ func (c *conn) serve(ctx context.Context) error {
 	// The writes outlive c.ctx: the orderly end is still sent once the
 	// server closes or the read loop ends.
 	c.wctx = context.WithoutCancel(c.ctx)
+	c.handoff = time.AfterFunc(time.Hour, c.takeOver)
+	c.handoff.Stop()
 	go c.writeLoop()
-	err := c.readLoop()
+	// The loop starts in a goroutine of its own, not this one, which
+	// stays here until the end whether or not the loop moves: a
+	// connection has the same goroutines before and after a hand-off.
+	c.readers.Add(1)
+	go func() {
+		defer c.readers.Done()
+		c.readLoop()
+	}()
+	<-c.loopEnded
+	err := c.readErr
 	c.log.Debug("read loop ended", "err", err)
 	if errors.Is(err, errInputDone) {
 		// The peer has said all it will but may still listen: its
@@ -132,16 +160,26 @@ func (c *conn) serve(ctx context.Context) error {
 	<-c.writeDone
 	_ = c.fr.close()
 	c.requests.Wait()
+	c.readers.Wait()
+	c.handoff.Stop()
 	return err
 }
 
-func (c *conn) readLoop() error {
+// readLoop reads and dispatches messages until a read fails, and then
+// hands serve the error (readErr, loopEnded). A request runs in the loop's
+// goroutine, so that a quick one (most are) costs no goroutine of its own
+// nor a hand-off to one, but while it runs nothing is read: should it
+// outlast svc.inlineFor, the hand-off timer moves the loop to a new
+// goroutine (takeOver), and this one returns once its request is done.
+func (c *conn) readLoop() {
 	for {
 		msg, err := c.fr.read(c.ctx)
 		if err != nil {
 			var fe *frameError
 			if !errors.As(err, &fe) {
-				return err
+				c.readErr = err
+				close(c.loopEnded)
+				return
 			}
 			c.log.Debug("transport error, closing", "err", err)
 			c.requestCloseWith(fe.code, fe.reason, fe.last)
@@ -150,19 +188,37 @@ func (c *conn) readLoop() error {
 		if c.isClosing() {
 			continue // waiting for the peer's answer to the orderly end
 		}
-		c.handle(msg)
+		if !c.handle(msg) {
+			return // the loop moved on while a request ran here
+		}
 	}
 }
 
-// handle dispatches one message: notifications in the read loop, since
-// they are quick and their order matters, requests in goroutines of their
-// own.
-func (c *conn) handle(data []byte) {
+// takeOver runs in the hand-off timer's goroutine when a request has run
+// inline for svc.inlineFor: if it is still running, this goroutine
+// becomes the reader.
+func (c *conn) takeOver() {
+	t := c.inline.Load()
+	if t == 0 || !c.inline.CompareAndSwap(t, 0) {
+		return // the request ended in time
+	}
+	c.readers.Add(1) // before the loop can end, so before serve waits for readers
+	defer c.readers.Done()
+	if c.debugging() {
+		c.log.Debug("a request outlasted its inline time; reading moves to a new goroutine")
+	}
+	c.readLoop()
+}
+
+// handle dispatches one message: notifications at once, since they are
+// quick and their order matters, requests inline (startRequest). It
+// reports whether this goroutine still runs the read loop.
+func (c *conn) handle(data []byte) bool {
 	msg, rpcErr := decodeMessage(data)
 	if rpcErr != nil {
 		c.log.Debug("invalid message", "code", rpcErr.Code, "error", rpcErr.Message)
 		_ = c.send(encodeError(msg.id, rpcErr))
-		return
+		return true
 	}
 	switch msg.kind {
 	case kindResponse:
@@ -171,15 +227,18 @@ func (c *conn) handle(data []byte) {
 		c.log.Debug("notification", "method", msg.method)
 		c.notify(msg)
 	case kindRequest:
-		c.startRequest(msg)
+		return c.startRequest(msg)
 	}
+	return true
 }
 
-// startRequest runs a request in its own goroutine with a context that
+// startRequest runs a request with a context that
 // notifications/cancelled, the connection's end and the server's close
 // cancel. A connection has at most svc.maxInflight requests running; more
-// are refused with [CodeServerBusy].
-func (c *conn) startRequest(msg incoming) {
+// are refused with [CodeServerBusy]. The request runs inline (see
+// readLoop); startRequest reports whether this goroutine still runs the
+// read loop when it is done.
+func (c *conn) startRequest(msg incoming) bool {
 	key, _ := idKey(msg.id) // decodeMessage only lets usable ids through
 	ctx, cancel := context.WithCancel(c.ctx)
 	req := &inflight{cancel: cancel}
@@ -195,38 +254,46 @@ func (c *conn) startRequest(msg incoming) {
 	case dup:
 		cancel()
 		_ = c.send(encodeError(msg.id, invalidRequest("id already used by a pending request")))
-		return
+		return true
 	case busy:
 		cancel()
 		c.log.Warn("request refused: too many pending", "method", msg.method, "limit", limit)
 		_ = c.send(encodeError(msg.id, &Error{Code: CodeServerBusy, Message: fmt.Sprintf(
 			"Server busy: %d requests are already running on this connection; wait for some to finish", limit)}))
-		return
+		return true
 	}
 	if c.debugging() {
 		c.log.Debug("request", "method", msg.method, "id", string(msg.id))
 	}
 	c.requests.Add(1)
 	// msg's id and params are spans of the message as read. The id is
-	// copied and msg goes to the goroutine as an argument, so that nothing
-	// here keeps a large message (a whole file for openDiff) alive while
-	// its handler runs on, waiting for the user.
+	// copied and msg goes to run as an argument, used by nothing here
+	// after it, so that this frame does not keep a large message (a whole
+	// file for openDiff) alive while its handler runs on, waiting for the
+	// user.
 	msg.id = append(json.RawMessage(nil), msg.id...)
-	go func(msg incoming) {
-		defer c.requests.Done()
-		defer cancel()
-		method, id := msg.method, msg.id
-		reply := c.run(ctx, msg)
-		c.mu.Lock()
-		delete(c.inflight, key)
-		suppressed := req.cancelled
-		c.mu.Unlock()
-		if suppressed {
-			c.log.Debug("reply suppressed: request cancelled", "method", method, "id", string(id))
-			return
-		}
+	method, id := msg.method, msg.id
+	c.ticket++
+	ticket := c.ticket
+	c.inline.Store(ticket)
+	c.handoff.Reset(c.svc.inlineFor)
+	reply := c.run(ctx, msg)
+	cancel()
+	c.mu.Lock()
+	delete(c.inflight, key)
+	suppressed := req.cancelled
+	c.mu.Unlock()
+	if suppressed {
+		c.log.Debug("reply suppressed: request cancelled", "method", method, "id", string(id))
+	} else {
 		_ = c.reply(reply)
-	}(msg)
+	}
+	c.requests.Done()
+	if !c.inline.CompareAndSwap(ticket, 0) {
+		return false // takeOver has the loop
+	}
+	c.handoff.Stop()
+	return true
 }
 
 // run calls the request's handler and encodes the reply. A panic becomes
