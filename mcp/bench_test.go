@@ -55,8 +55,7 @@ func benchmarkDecode(b *testing.B, msg []byte) {
 		if err != nil || m.kind != kindRequest {
 			b.Fatal(err)
 		}
-		var p callParams
-		if err := decodeParams(m.params, &p); err != nil {
+		if _, err := decodeCallParams(m.params); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -75,7 +74,7 @@ func benchmarkEncode(b *testing.B, res *ToolResult) {
 	b.SetBytes(int64(n))
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		if _, err := encodeResult(id, toWireResult(res)); err != nil {
+		if _, err := encodeResult(id, toolReply{res}); err != nil {
 			b.Fatal(err)
 		}
 	}

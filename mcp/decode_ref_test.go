@@ -8,6 +8,7 @@ package mcp
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"reflect"
@@ -67,8 +68,19 @@ func refDecodeMessage(data []byte) (msg incoming, _ *Error) {
 	}
 	return msg, nil
 }
-func refDecodeCallParams(params json.RawMessage) (callParams, error) {
-	var p callParams
+
+// refCallParams is what callParams was when encoding/json decoded its
+// small members.
+type refCallParams struct {
+	Name      *string         `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	Meta      struct {
+		ProgressToken json.RawMessage `json:"progressToken"`
+	} `json:"_meta"`
+}
+
+func refDecodeCallParams(params json.RawMessage) (refCallParams, error) {
+	var p refCallParams
 	switch firstByte(params) {
 	case 0, 'n':
 		return p, nil
@@ -134,6 +146,8 @@ var callParamInputs = []string{
 	`{"_meta":{"progressToken":{"a":[1]}}}`, `{"_meta":{"progressToken":1},"_meta":{}}`, `{"_meta":{"progressToken":1},"_meta":null}`,
 	`{"_meta":{"other":1}}`, `{ "name" : "a" , "arguments" : { } , "_meta" : { "progressToken" : 5 } }`,
 	`{"arguments":null}`, `{"arguments":[]}`, `{}`, `null`, ``, `[]`, `"x"`, `1`,
+	`{"name":"echo"}`, `{"name":"\u0065cho"}`, `{"name":"é"}`, `{"name":"\u00e9"}`, `{"name":"a\"b"}`, `{"name":"tab\there"}`,
+	`{"name":"\ufffd"}`, "{\"name\":\"\xff\"}", `{"name":"\ud800"}`, `{"name":"\u0000"}`, `{"name":"ech"}`, `{"name":""}`,
 }
 
 func TestDecodeMatchesReference(t *testing.T) {
@@ -179,6 +193,18 @@ func checkDecodeMessage(t *testing.T, data []byte) {
 	}
 }
 
+// nameRegistry has tools whose names a plain or an escaped JSON string
+// may spell.
+var nameRegistry = func() *registry {
+	r := &registry{}
+	for _, name := range []string{"echo", "é", `a"b`, "tab\there", "\ufffd", "\x00"} {
+		if err := r.addTool(Tool{Name: name, Handler: func(context.Context, *ToolRequest) (*ToolResult, error) { return nil, nil }}); err != nil {
+			panic(err)
+		}
+	}
+	return r
+}()
+
 func checkDecodeCallParams(t *testing.T, params []byte) {
 	t.Helper()
 	got, gotErr := decodeCallParams(params)
@@ -190,9 +216,16 @@ func checkDecodeCallParams(t *testing.T, params []byte) {
 	if gotErr != nil {
 		return
 	}
-	if (got.Name == nil) != (want.Name == nil) || got.Name != nil && *got.Name != *want.Name ||
-		!bytes.Equal(got.Arguments, want.Arguments) || (got.Arguments == nil) != (want.Arguments == nil) ||
-		!bytes.Equal(got.Meta.ProgressToken, want.Meta.ProgressToken) || (got.Meta.ProgressToken == nil) != (want.Meta.ProgressToken == nil) {
+	if (got.name == nil) != (want.Name == nil) || got.name != nil && unquote(got.name) != *want.Name ||
+		!bytes.Equal(got.arguments, want.Arguments) || (got.arguments == nil) != (want.Arguments == nil) ||
+		!bytes.Equal(got.progressToken, want.Meta.ProgressToken) || (got.progressToken == nil) != (want.Meta.ProgressToken == nil) {
 		t.Errorf("decodeCallParams(%q) = %+v, the reference %+v", params, got, want)
+	}
+	if got.name != nil {
+		tool, ok := nameRegistry.findToolNamed(got.name)
+		wantTool, wantOK := nameRegistry.findTool(*want.Name)
+		if ok != wantOK || tool.Name != wantTool.Name {
+			t.Errorf("findToolNamed(%s) = %q, %v; findTool(%q) = %q, %v", got.name, tool.Name, ok, *want.Name, wantTool.Name, wantOK)
+		}
 	}
 }

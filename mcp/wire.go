@@ -73,9 +73,28 @@ type incoming struct {
 // Responses are reported as such, whatever their shape: the server never
 // sends requests, so the caller ignores them.
 func decodeMessage(data []byte) (msg incoming, _ *Error) {
-	// One validating pass over the whole message (splitObject); params
-	// stays a span of data, split again later without validation.
-	members, err := splitObject(data)
+	// One validating pass over the whole message; params stays a span of
+	// data, split again later without validation.
+	// The last of a repeated key wins, as in encoding/json; keys match
+	// exactly, as a map of the members would.
+	var version, id, methodRaw, params json.RawMessage
+	var hasID, hasMethod, hasParams, hasResult, hasError bool
+	err := eachMember(data, true, func(key string, val json.RawMessage) {
+		switch key {
+		case "jsonrpc":
+			version = val
+		case "id":
+			id, hasID = val, true
+		case "method":
+			methodRaw, hasMethod = val, true
+		case "params":
+			params, hasParams = val, true
+		case "result":
+			hasResult = true
+		case "error":
+			hasError = true
+		}
+	})
 	if err != nil {
 		var se *syntaxError
 		switch {
@@ -85,26 +104,6 @@ func decodeMessage(data []byte) (msg incoming, _ *Error) {
 			return msg, invalidRequest("batch requests are not supported")
 		}
 		return msg, invalidRequest("message must be a JSON object")
-	}
-	// The last of a repeated key wins, as in encoding/json; keys match
-	// exactly, as a map of the members would.
-	var version, id, methodRaw, params json.RawMessage
-	var hasID, hasMethod, hasParams, hasResult, hasError bool
-	for _, m := range members {
-		switch m.key {
-		case "jsonrpc":
-			version = m.val
-		case "id":
-			id, hasID = m.val, true
-		case "method":
-			methodRaw, hasMethod = m.val, true
-		case "params":
-			params, hasParams = m.val, true
-		case "result":
-			hasResult = true
-		case "error":
-			hasError = true
-		}
 	}
 	if (hasResult || hasError) && !hasMethod {
 		return incoming{kind: kindResponse, id: id}, nil
@@ -161,11 +160,14 @@ func methodName(raw json.RawMessage) string {
 
 // firstByte returns the first non-space byte of data, or 0.
 func firstByte(data []byte) byte {
-	data = bytes.TrimLeft(data, " \t\r\n")
-	if len(data) == 0 {
-		return 0
+	for _, c := range data {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+		default:
+			return c
+		}
 	}
-	return data[0]
+	return 0
 }
 
 // idKey returns a map key for a request id: strings are compared by value,
@@ -235,9 +237,10 @@ func writeID(buf *bytes.Buffer, id json.RawMessage) {
 
 // encodeResult encodes a successful response.
 func encodeResult(id json.RawMessage, result any) ([]byte, error) {
-	if w, ok := result.(wireToolResult); ok {
+	if tr, ok := result.(toolReply); ok {
 		// the hot path, and the one result that can carry a whole file
-		out := make([]byte, 0, toolResultSize(w)+len(id))
+		r := tr.r
+		out := make([]byte, 0, toolResultSize(r)+len(id))
 		out = append(out, `{"jsonrpc":"2.0","id":`...)
 		if id == nil {
 			out = append(out, "null"...)
@@ -245,7 +248,7 @@ func encodeResult(id json.RawMessage, result any) ([]byte, error) {
 			out = append(out, id...)
 		}
 		out = append(out, `,"result":`...)
-		out = appendToolResult(out, w)
+		out = appendToolResult(out, r)
 		return append(out, '}'), nil
 	}
 	var buf bytes.Buffer
