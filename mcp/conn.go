@@ -43,9 +43,10 @@ type outgoing struct {
 // writer goroutine, which writes what is queued (notifications, the
 // framer's own control frames, heartbeats, the orderly end), or a request
 // writing its own reply when nothing is queued before it (reply). The
-// read loop runs each request it reads in its own goroutine (inline) for
-// up to svc.inlineFor; a request still running then keeps that goroutine,
-// and the hand-off timer moves the read loop to a new one (see readLoop).
+// read loop runs each request it reads in the loop's goroutine (inline)
+// for up to svc.inlineFor; a request still running then keeps that
+// goroutine, and the hand-off timer moves the read loop to a new one (see
+// readLoop).
 // Requests are counted in requests, the read loop's goroutines in
 // readers; serve returns only once all of them, and the writer, have
 // stopped.
