@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/gorilla/websocket"
@@ -52,8 +55,7 @@ func benchmarkDecode(b *testing.B, msg []byte) {
 		if err != nil || m.kind != kindRequest {
 			b.Fatal(err)
 		}
-		var p callParams
-		if err := decodeParams(m.params, &p); err != nil {
+		if _, err := decodeCallParams(m.params); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -72,7 +74,7 @@ func benchmarkEncode(b *testing.B, res *ToolResult) {
 	b.SetBytes(int64(n))
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		if _, err := encodeResult(id, toWireResult(res)); err != nil {
+		if _, err := encodeResult(id, toolReply{res}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -153,6 +155,129 @@ func benchConn(b *testing.B) *websocket.Conn {
 	}
 	b.Cleanup(func() { _ = s.Close() })
 	ws, _, err := websocket.DefaultDialer.Dial(fmt.Sprintf("ws://127.0.0.1:%d/", s.Port()), http.Header{AuthHeader: {s.Token()}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = ws.Close() })
+	return ws
+}
+
+// foldersFrame is the request of internal/bench's scenario 11: a
+// tools/call of a tool answered without Neovim (getWorkspaceFolders).
+func foldersFrame(id int) []byte {
+	return []byte(`{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"tools/call","params":{"name":"getWorkspaceFolders","arguments":{},"_meta":{"progressToken":` + strconv.Itoa(id) + `}}}`)
+}
+
+// BenchmarkRoundTripConcurrent is scenario 11's concurrent row in one
+// process: 8 clients, each with one call outstanding, against a Server
+// whose tool returns a prepared result, and (Echo) against a bare
+// gorilla/websocket echo server, the floor the row is compared with. The
+// clients share the CPUs with the server, as they do in the scenario.
+func BenchmarkRoundTripConcurrent(b *testing.B) {
+	const clients = 8
+	folders := TextResult(`{"success":true,"folders":[{"name":"project","uri":"file:///home/user/project","path":"/home/user/project"}],"rootPath":"/home/user/project"}`)
+	for _, bc := range []struct {
+		name string
+		dial func(*testing.B) *websocket.Conn
+	}{
+		{"Server", func(b *testing.B) *websocket.Conn {
+			return benchDial(b, benchServer(b, Tool{Name: "getWorkspaceFolders", Handler: func(context.Context, *ToolRequest) (*ToolResult, error) {
+				return folders, nil
+			}}))
+		}},
+		{"Echo", func(b *testing.B) *websocket.Conn { return benchDial(b, benchEcho(b)) }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			conns := make([]*websocket.Conn, clients)
+			for i := range conns {
+				conns[i] = bc.dial(b)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			errs := make([]error, clients)
+			for i, ws := range conns {
+				n := b.N / clients
+				if i < b.N%clients {
+					n++
+				}
+				wg.Add(1)
+				go func(i int, ws *websocket.Conn, n int) {
+					defer wg.Done()
+					for j := 0; j < n; j++ {
+						if err := ws.WriteMessage(websocket.TextMessage, foldersFrame(j)); err != nil {
+							errs[i] = err
+							return
+						}
+						if _, _, err := ws.ReadMessage(); err != nil {
+							errs[i] = err
+							return
+						}
+					}
+				}(i, ws, n)
+			}
+			wg.Wait()
+			b.StopTimer()
+			for _, err := range errs {
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// benchServer starts a Server with tool and returns the URL to dial.
+func benchServer(b *testing.B, tool Tool) string {
+	b.Helper()
+	s, err := NewServer(Config{ConfigDir: b.TempDir(), PID: os.Getpid()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.RegisterTool(tool); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	return fmt.Sprintf("ws://127.0.0.1:%d/?%s", s.Port(), s.Token())
+}
+
+// benchEcho starts a bare gorilla/websocket echo server, as
+// internal/bench/echo is, and returns the URL to dial.
+func benchEcho(b *testing.B) string {
+	b.Helper()
+	up := websocket.Upgrader{Subprotocols: []string{"mcp"}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		for {
+			mt, msg, err := c.ReadMessage()
+			if err != nil {
+				return
+			}
+			if err := c.WriteMessage(mt, msg); err != nil {
+				return
+			}
+		}
+	}))
+	b.Cleanup(srv.Close)
+	return "ws" + strings.TrimPrefix(srv.URL, "http") + "/?"
+}
+
+// benchDial dials url; a token after its "?" goes in the auth header.
+func benchDial(b *testing.B, url string) *websocket.Conn {
+	b.Helper()
+	url, token, _ := strings.Cut(url, "?")
+	h := http.Header{}
+	if token != "" {
+		h.Set(AuthHeader, token)
+	}
+	ws, _, err := websocket.DefaultDialer.Dial(url, h)
 	if err != nil {
 		b.Fatal(err)
 	}

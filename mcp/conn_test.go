@@ -1,7 +1,10 @@
 package mcp
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -232,4 +235,75 @@ func TestKeepaliveKeepsAnsweringPeer(t *testing.T) {
 	case <-time.After(guard):
 		t.Fatal("no reply")
 	}
+}
+
+// TestReadingMovesOnFromASlowRequest runs a request that blocks in the
+// read loop (requests run there, inline, at first): the messages behind it
+// are still read and answered, and its own reply comes once it returns.
+func TestReadingMovesOnFromASlowRequest(t *testing.T) {
+	release := make(chan struct{})
+	s := startServer(t, testConfig(t), func(s *Server) {
+		err := s.RegisterTool(Tool{Name: "gate", Handler: func(ctx context.Context, _ *ToolRequest) (*ToolResult, error) {
+			select {
+			case <-release:
+				return TextResult("released"), nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+	ws := dial(t, s, "/")
+	initialize(t, ws, 0)
+	writeText(t, ws, `{"jsonrpc":"2.0","id":"gated","method":"tools/call","params":{"name":"gate"}}`)
+	for i := 1; i <= 10; i++ {
+		if got, want := request(t, ws, i, "ping", ""), fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{}}`, i); got != want {
+			t.Fatalf("ping %d behind the blocked call: %s", i, diff(want, got))
+		}
+	}
+	close(release)
+	if got, want := readText(t, ws), `{"jsonrpc":"2.0","id":"gated","result":{"content":[{"type":"text","text":"released"}]}}`; got != want {
+		t.Fatal(diff(want, got))
+	}
+}
+
+// TestHandOffRaces hands every request's read loop to a new goroutine
+// the moment it starts (inlineFor 0), so that the hand-off races the end
+// of each request, with many requests in flight at once (under -race
+// this checks that one goroutine at a time reads): each is answered once
+// and the connection leaves no goroutine behind.
+func TestHandOffRaces(t *testing.T) {
+	s := startServer(t, testConfig(t), func(s *Server) { s.inlineFor = 0 })
+	before := runtime.NumGoroutine()
+	ws := dial(t, s, "/")
+	initialize(t, ws, 0)
+	const n, batch = 2000, 50
+	for i := 0; i < n; i += batch {
+		for j := i; j < i+batch; j++ {
+			writeText(t, ws, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"t%d"}}}`, j, j))
+		}
+		seen := map[int]bool{}
+		for j := i; j < i+batch; j++ {
+			var reply struct {
+				ID     int `json:"id"`
+				Result struct {
+					Content []Content `json:"content"`
+				} `json:"result"`
+			}
+			got := readText(t, ws)
+			if err := json.Unmarshal([]byte(got), &reply); err != nil || len(reply.Result.Content) != 1 ||
+				!strings.Contains(reply.Result.Content[0].Text, fmt.Sprintf(`"t%d"`, reply.ID)) {
+				t.Fatalf("reply %s", got)
+			}
+			if seen[reply.ID] || reply.ID < i || reply.ID >= i+batch {
+				t.Fatalf("reply for id %d, in the batch from %d", reply.ID, i)
+			}
+			seen[reply.ID] = true
+		}
+	}
+	_ = ws.Close()
+	waitFor(t, "the server to drop the client", func() bool { return len(s.Clients()) == 0 })
+	waitFor(t, "goroutines back to the baseline", func() bool { return runtime.NumGoroutine() <= before })
 }

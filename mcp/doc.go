@@ -22,10 +22,13 @@
 // shaped like gopls's internal/jsonrpc2 (a Stream apart from the Conn) and
 // the go-sdk's mcp package (one session engine over swappable Transports):
 //
-//   - one read loop, in the goroutine that serves the connection, which
-//     decodes each message once (wire.go, jsonscan.go: a single validating
-//     pass) and dispatches it: notifications at once, in order; requests
-//     each in a goroutine of their own;
+//   - one read loop, which decodes each message once (wire.go,
+//     jsonscan.go: a single validating pass) and dispatches it:
+//     notifications at once, in order; requests in the loop's own
+//     goroutine, so that a quick call is read, handled and answered by one
+//     goroutine, as a bare echo server would; a request still running
+//     after inlineFor (1 ms) keeps that goroutine and the loop moves to a
+//     new one, so a slow call never holds up the messages behind it;
 //   - one dispatch (mcp.go) and one initialize: what differs between the
 //     two servers (instructions, listChanged, the tool set) is data, a
 //     service each server builds;
@@ -34,7 +37,10 @@
 //     cancelling the call's context and suppressing its reply;
 //   - one panic recovery: a panicking handler becomes a
 //     [CodeInternalError] reply and the connection lives on;
-//   - one writer goroutine, fed by a bounded queue; a peer that lets the
+//   - one writer at a time, whoever holds the connection's write lock: a
+//     request writes its own reply when nothing is queued before it; all
+//     else (notifications, pongs, heartbeats, the orderly end) goes through
+//     the writer goroutine, fed by a bounded queue; a peer that lets the
 //     queue stay full is dropped rather than block the host. Replies are
 //     encoded by hand (jsonenc.go), and after a huge one the memory goes
 //     back to the operating system.

@@ -15,9 +15,10 @@ import (
 // Claude Code CLI) and lineFramer (one message a line, for the editor tools'
 // stdio relay).
 //
-// The engine calls read from its read loop only, and write, control and
-// shutdown from its writer goroutine only; close may be called from
-// anywhere, at any time, more than once.
+// The engine calls read from its read loop only, and write, control,
+// shutdown (and a heartbeat's beat) from one goroutine at a time, the one
+// holding the connection's write lock; close may be called from anywhere,
+// at any time, more than once.
 type framer interface {
 	// read returns the next message. An error wrapping a *frameError is
 	// a message that broke the transport's rules: the engine ends the
@@ -83,13 +84,20 @@ const errInputDone = sentinel("mcp: end of input")
 // exactly that size. io.ReadAll grows one buffer by copying it, so a 20 MB
 // message passed through 40 MB of buffers alive at once and left many more
 // as garbage; here the message is read in chunks (up to 1 MiB) and copied
-// once, and a message that fits in the first chunk not at all.
-func readMessage(r io.Reader, max int64) ([]byte, error) {
+// once. The first chunk is scratch, the caller's buffer reused from one
+// message to the next, so that a small message costs one allocation of its
+// own size rather than a 4 KiB chunk.
+func readMessage(r io.Reader, max int64, scratch []byte) ([]byte, error) {
 	var chunks [][]byte
 	total := int64(0)
-	size := int64(4096)
+	size := int64(len(scratch))
 	for total < max {
-		buf := make([]byte, min(size, max-total))
+		var buf []byte
+		if total == 0 {
+			buf = scratch[:min(size, max)]
+		} else {
+			buf = make([]byte, min(size, max-total))
+		}
 		n, err := io.ReadFull(r, buf)
 		total += int64(n)
 		if n > 0 {
@@ -103,11 +111,8 @@ func readMessage(r io.Reader, max int64) ([]byte, error) {
 		}
 		size = min(size*2, 1<<20)
 	}
-	switch len(chunks) {
-	case 0:
+	if len(chunks) == 0 {
 		return []byte{}, nil
-	case 1:
-		return chunks[0], nil
 	}
 	out := make([]byte, 0, total)
 	for i, ch := range chunks {
@@ -122,6 +127,9 @@ func readMessage(r io.Reader, max int64) ([]byte, error) {
 	}
 	return out, nil
 }
+
+// readChunk is the size of the first chunk readMessage reads a message in.
+const readChunk = 4096
 
 // largeMessage is the size of a message read from which its chunks are
 // collected at once (see readMessage).

@@ -75,18 +75,21 @@ func appendString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-// appendToolResult appends the JSON of a tool result.
-func appendToolResult(dst []byte, w wireToolResult) []byte {
+// appendToolResult appends the JSON of a tool result: encoding/json's
+// encoding of its wire shape, in which a text item's text is sent even
+// when empty (TestAppendToolResultMatchesEncodingJSON).
+func appendToolResult(dst []byte, r *ToolResult) []byte {
 	dst = append(dst, `{"content":[`...)
-	for i, c := range w.Content {
+	for i := range r.Content {
+		c := &r.Content[i]
 		if i > 0 {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `{"type":`...)
 		dst = appendString(dst, c.Type)
-		if c.Text != nil {
+		if c.Type == "text" || c.Text != "" {
 			dst = append(dst, `,"text":`...)
-			dst = appendString(dst, *c.Text)
+			dst = appendString(dst, c.Text)
 		}
 		if c.Data != "" {
 			dst = append(dst, `,"data":`...)
@@ -99,21 +102,19 @@ func appendToolResult(dst []byte, w wireToolResult) []byte {
 		dst = append(dst, '}')
 	}
 	dst = append(dst, ']')
-	if w.IsError {
+	if r.IsError {
 		dst = append(dst, `,"isError":true`...)
 	}
 	return append(dst, '}')
 }
 
-// toolResultSize is a guess at the encoded size of w: its texts plus a
+// toolResultSize is a guess at the encoded size of r: its texts plus a
 // little for escapes and the frame around them.
-func toolResultSize(w wireToolResult) int {
+func toolResultSize(r *ToolResult) int {
 	n := 64
-	for _, c := range w.Content {
-		n += 48 + len(c.Type) + len(c.Data) + len(c.MimeType)
-		if c.Text != nil {
-			n += len(*c.Text) + len(*c.Text)/16
-		}
+	for i := range r.Content {
+		c := &r.Content[i]
+		n += 48 + len(c.Type) + len(c.Data) + len(c.MimeType) + len(c.Text) + len(c.Text)/16
 	}
 	return n
 }

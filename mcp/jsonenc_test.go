@@ -13,25 +13,55 @@ var encodeInputs = []string{
 
 func TestAppendToolResultMatchesEncodingJSON(t *testing.T) {
 	for _, text := range encodeInputs {
-		for _, w := range []wireToolResult{
-			toWireResult(&ToolResult{Content: []Content{{Type: "text", Text: text}}}),
-			toWireResult(&ToolResult{Content: []Content{{Type: "text", Text: "FILE_SAVED"}, {Type: "text", Text: text}}, IsError: true}),
-			toWireResult(&ToolResult{Content: []Content{{Type: "image", Data: text, MimeType: "image/png"}, {Type: "text"}}}),
-			toWireResult(&ToolResult{}),
+		for _, r := range []*ToolResult{
+			{Content: []Content{{Type: "text", Text: text}}},
+			{Content: []Content{{Type: "text", Text: "FILE_SAVED"}, {Type: "text", Text: text}}, IsError: true},
+			{Content: []Content{{Type: "image", Data: text, MimeType: "image/png"}, {Type: "text"}}},
+			{Content: []Content{{Type: "resource", Text: text}, {Type: "image"}}},
+			{},
 		} {
-			checkToolResultEncoding(t, w)
+			checkToolResultEncoding(t, r)
 		}
 	}
 }
 
-func checkToolResultEncoding(t *testing.T, w wireToolResult) {
+// wireContent and wireToolResult are the wire shapes of Content and
+// ToolResult, as encoding/json would send them: a text item's text is sent
+// even when empty. appendToolResult must write what encoding/json writes
+// for them.
+type wireContent struct {
+	Type     string  `json:"type"`
+	Text     *string `json:"text,omitempty"`
+	Data     string  `json:"data,omitempty"`
+	MimeType string  `json:"mimeType,omitempty"`
+}
+
+type wireToolResult struct {
+	Content []wireContent `json:"content"`
+	IsError bool          `json:"isError,omitempty"`
+}
+
+func toWireResult(r *ToolResult) wireToolResult {
+	w := wireToolResult{Content: make([]wireContent, 0, len(r.Content)), IsError: r.IsError}
+	for i := range r.Content {
+		c := &r.Content[i]
+		wc := wireContent{Type: c.Type, Data: c.Data, MimeType: c.MimeType}
+		if c.Type == "text" || c.Text != "" {
+			wc.Text = &c.Text
+		}
+		w.Content = append(w.Content, wc)
+	}
+	return w
+}
+
+func checkToolResultEncoding(t *testing.T, r *ToolResult) {
 	t.Helper()
-	want, err := marshalJSON(w)
+	want, err := marshalJSON(toWireResult(r))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := appendToolResult(nil, w); !bytes.Equal(got, want) {
-		t.Errorf("appendToolResult(%+v)\n got %s\nwant %s", w, got, want)
+	if got := appendToolResult(nil, r); !bytes.Equal(got, want) {
+		t.Errorf("appendToolResult(%+v)\n got %s\nwant %s", r, got, want)
 	}
 }
 
@@ -40,6 +70,6 @@ func FuzzAppendString(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		checkToolResultEncoding(t, toWireResult(&ToolResult{Content: []Content{{Type: "text", Text: s}}}))
+		checkToolResultEncoding(t, &ToolResult{Content: []Content{{Type: "text", Text: s}}})
 	})
 }

@@ -73,16 +73,17 @@ func (s *scanner) space() {
 	}
 }
 
-// value scans the value at s.pos (after white space). When members is not
-// nil and the value is an object, its members are appended to it.
-func (s *scanner) value(depth int, members *[]member) error {
+// value scans the value at s.pos (after white space). When visit is not
+// nil and the value is an object, visit is called with each of its
+// members in turn.
+func (s *scanner) value(depth int, visit func(key string, val json.RawMessage)) error {
 	s.space()
 	if s.pos >= len(s.data) {
 		return s.fail("unexpected end of input")
 	}
 	switch c := s.data[s.pos]; {
 	case c == '{':
-		return s.object(depth+1, members)
+		return s.object(depth+1, visit)
 	case c == '[':
 		return s.array(depth + 1)
 	case c == '"':
@@ -99,7 +100,7 @@ func (s *scanner) value(depth int, members *[]member) error {
 	return s.fail(fmt.Sprintf("unexpected character %q", s.data[s.pos]))
 }
 
-func (s *scanner) object(depth int, members *[]member) error {
+func (s *scanner) object(depth int, visit func(key string, val json.RawMessage)) error {
 	if depth > maxNesting {
 		return s.fail("exceeded max depth")
 	}
@@ -129,8 +130,8 @@ func (s *scanner) object(depth int, members *[]member) error {
 		if err := s.value(depth, nil); err != nil {
 			return err
 		}
-		if members != nil {
-			*members = append(*members, member{key: unquote(s.data[kStart:kEnd]), val: s.data[vStart:s.pos:s.pos]})
+		if visit != nil {
+			visit(keyName(s.data[kStart:kEnd]), s.data[vStart:s.pos:s.pos])
 		}
 		s.space()
 		if s.pos >= len(s.data) {
@@ -297,21 +298,60 @@ func splitValidObject(data []byte) ([]member, error) {
 }
 
 func split(data []byte, validate bool) ([]member, error) {
+	members := make([]member, 0, 4)
+	err := eachMember(data, validate, func(key string, val json.RawMessage) {
+		members = append(members, member{key: key, val: val})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return members, nil
+}
+
+// eachMember is split without the slice: it calls visit with each member
+// of data in order, and returns what split would. visit may have been
+// called for the first members of an object that turns out invalid, so a
+// caller keeps what it saw only when eachMember returns nil.
+func eachMember(data []byte, validate bool, visit func(key string, val json.RawMessage)) error {
 	s := scanner{data: data, validate: validate}
 	s.space()
 	isObject := s.pos < len(data) && data[s.pos] == '{'
-	members := []member{}
-	if err := s.value(0, &members); err != nil {
-		return nil, err
+	if err := s.value(0, visit); err != nil {
+		return err
 	}
 	s.space()
 	if s.pos != len(data) {
-		return nil, s.fail("data after the top-level value")
+		return s.fail("data after the top-level value")
 	}
 	if !isObject {
-		return nil, errNotObject
+		return errNotObject
 	}
-	return members, nil
+	return nil
+}
+
+// keyName unquotes an object key (a validated JSON string); the keys of
+// the JSON-RPC envelope and of tools/call's params come without an
+// allocation.
+func keyName(raw []byte) string {
+	switch string(raw) {
+	case `"jsonrpc"`:
+		return "jsonrpc"
+	case `"id"`:
+		return "id"
+	case `"method"`:
+		return "method"
+	case `"params"`:
+		return "params"
+	case `"name"`:
+		return "name"
+	case `"arguments"`:
+		return "arguments"
+	case `"_meta"`:
+		return "_meta"
+	case `"progressToken"`:
+		return "progressToken"
+	}
+	return unquote(raw)
 }
 
 // unquote decodes a JSON string value (raw, quotes included) that was

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 )
 
@@ -113,32 +114,11 @@ type MethodRequest struct {
 	Params json.RawMessage // nil when the request had none
 }
 
-// wireContent and wireToolResult are the wire shapes of Content and
-// ToolResult: text is sent even when empty.
-type wireContent struct {
-	Type     string  `json:"type"`
-	Text     *string `json:"text,omitempty"`
-	Data     string  `json:"data,omitempty"`
-	MimeType string  `json:"mimeType,omitempty"`
-}
-
-type wireToolResult struct {
-	Content []wireContent `json:"content"`
-	IsError bool          `json:"isError,omitempty"`
-}
-
-func toWireResult(r *ToolResult) wireToolResult {
-	w := wireToolResult{Content: make([]wireContent, 0, len(r.Content)), IsError: r.IsError}
-	for i := range r.Content {
-		c := &r.Content[i]
-		wc := wireContent{Type: c.Type, Data: c.Data, MimeType: c.MimeType}
-		if c.Type == "text" || c.Text != "" {
-			wc.Text = &c.Text
-		}
-		w.Content = append(w.Content, wc)
-	}
-	return w
-}
+// toolReply is a tool call's result, which encodeResult writes with
+// appendToolResult. A *ToolResult that a custom method returns is encoded
+// by encoding/json like any other value; this wrapper (pointer-shaped, so
+// it goes into an interface without an allocation) tells the two apart.
+type toolReply struct{ r *ToolResult }
 
 type toolInfo struct {
 	Name        string          `json:"name"`
@@ -183,6 +163,21 @@ func (r *registry) findTool(name string) (Tool, bool) {
 	return Tool{}, false
 }
 
+// findToolNamed finds the tool whose name is the JSON string raw (a
+// validated span), without decoding a plain one; r.mu must be held.
+func (r *registry) findToolNamed(raw json.RawMessage) (Tool, bool) {
+	body, ok := plainQuoted(raw)
+	if !ok {
+		return r.findTool(unquote(raw))
+	}
+	for _, t := range r.tools {
+		if string(body) == t.Name {
+			return t, true
+		}
+	}
+	return Tool{}, false
+}
+
 func (r *registry) setMethod(name string, h MethodHandler) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -210,12 +205,11 @@ func (r *registry) listTools() any {
 	}{tools}
 }
 
+// callParams are tools/call's params, as spans of the message.
 type callParams struct {
-	Name      *string         `json:"name"`
-	Arguments json.RawMessage `json:"arguments"`
-	Meta      struct {
-		ProgressToken json.RawMessage `json:"progressToken"`
-	} `json:"_meta"`
+	name          json.RawMessage // a JSON string; nil when absent or null
+	arguments     json.RawMessage
+	progressToken json.RawMessage // _meta.progressToken, copied out of the message
 }
 
 // decodeCallParams decodes tools/call's params, which decodeMessage
@@ -230,27 +224,65 @@ func decodeCallParams(params json.RawMessage) (callParams, error) {
 	default:
 		return p, InvalidParams("Invalid params: expected an object")
 	}
-	members, err := splitValidObject(params)
+	// As when the members were split first: an error splitting comes
+	// before any member's, and the first member's error before the
+	// others'.
+	var memberErr error
+	err := eachMember(params, false, func(key string, val json.RawMessage) {
+		if memberErr != nil {
+			return
+		}
+		switch key {
+		case "name": // checked as encoding/json decodes into a *string
+			switch firstByte(val) {
+			case 'n':
+				p.name = nil // the last one counts
+			case '"':
+				p.name = val
+			default:
+				memberErr = InvalidParams("Invalid params: name has the wrong type")
+			}
+		case "arguments":
+			p.arguments = val
+		case "_meta":
+			token, err := decodeMeta(val)
+			if err != nil {
+				memberErr = InvalidParams("Invalid params: _meta has the wrong type")
+				return
+			}
+			p.progressToken = token
+		}
+	})
 	if err != nil {
 		return p, InvalidParams("Invalid params: %v", err)
 	}
-	for _, m := range members {
-		switch m.key {
-		case "name":
-			p.Name = nil // the last one counts
-			if err := json.Unmarshal(m.val, &p.Name); err != nil {
-				return p, InvalidParams("Invalid params: name has the wrong type")
-			}
-		case "arguments":
-			p.Arguments = m.val
-		case "_meta":
-			p.Meta.ProgressToken = nil
-			if err := json.Unmarshal(m.val, &p.Meta); err != nil {
-				return p, InvalidParams("Invalid params: _meta has the wrong type")
-			}
-		}
+	return p, memberErr
+}
+
+// decodeMeta returns the progress token of tools/call's _meta (a
+// validated span), as encoding/json decodes _meta into a struct with a
+// json.RawMessage field tagged progressToken: null
+// has none, anything but an object is an error, and the token's key
+// matches case-insensitively, the last match winning. The token is copied:
+// a handler that keeps it must not keep the whole message.
+func decodeMeta(raw json.RawMessage) (json.RawMessage, error) {
+	switch firstByte(raw) {
+	case 'n':
+		return nil, nil
+	case '{':
+	default:
+		return nil, errors.New("_meta is not an object")
 	}
-	return p, nil
+	var token []byte
+	err := eachMember(raw, false, func(key string, val json.RawMessage) {
+		if key == "progressToken" || strings.EqualFold(key, "progressToken") {
+			token = val
+		}
+	})
+	if err != nil || token == nil {
+		return nil, err
+	}
+	return append(json.RawMessage(nil), token...), nil
 }
 
 func (r *registry) callTool(ctx context.Context, client ClientInfo, params json.RawMessage) (any, error) {
@@ -258,18 +290,18 @@ func (r *registry) callTool(ctx context.Context, client ClientInfo, params json.
 	if err != nil {
 		return nil, err
 	}
-	if p.Name == nil {
+	if p.name == nil {
 		return nil, InvalidParams("Invalid params: missing tool name")
 	}
 	r.mu.RLock()
-	t, ok := r.findTool(*p.Name)
+	t, ok := r.findToolNamed(p.name)
 	r.mu.RUnlock()
 	if !ok {
-		return nil, InvalidParams("Unknown tool: %s", *p.Name)
+		return nil, InvalidParams("Unknown tool: %s", unquote(p.name))
 	}
-	switch firstByte(p.Arguments) {
+	switch firstByte(p.arguments) {
 	case 0, 'n':
-		p.Arguments = json.RawMessage(`{}`)
+		p.arguments = json.RawMessage(`{}`)
 	case '{':
 	default:
 		return nil, InvalidParams("Invalid params: arguments must be an object")
@@ -277,8 +309,8 @@ func (r *registry) callTool(ctx context.Context, client ClientInfo, params json.
 	res, err := t.Handler(ctx, &ToolRequest{
 		Client:        client,
 		Name:          t.Name,
-		Arguments:     p.Arguments,
-		ProgressToken: p.Meta.ProgressToken,
+		Arguments:     p.arguments,
+		ProgressToken: p.progressToken,
 		validated:     true,
 	})
 	if err != nil {
@@ -286,12 +318,12 @@ func (r *registry) callTool(ctx context.Context, client ClientInfo, params json.
 		if errors.As(err, &rpcErr) {
 			return nil, err
 		}
-		return toWireResult(ErrorResult("%s", err.Error())), nil
+		return toolReply{ErrorResult("%s", err.Error())}, nil
 	}
 	if res == nil {
 		res = &ToolResult{}
 	}
-	return toWireResult(res), nil
+	return toolReply{res}, nil
 }
 
 // decodeParams decodes request params that must be a JSON object; absent

@@ -45,6 +45,12 @@ const (
 	// most); without a bound, a peer holding the token could park calls
 	// until the host runs out of memory (10,000 cost about 100 MiB).
 	maxInflight = 1024
+	// inlineFor is how long a request runs in its connection's read loop
+	// before reading moves to another goroutine (conn.readLoop). Most
+	// requests end well within it and cost no goroutine of their own; a
+	// message that arrives behind a slower one waits at most this long
+	// (plus the timer's lateness) to be read.
+	inlineFor = time.Millisecond
 )
 
 // CodeServerBusy is the JSON-RPC error (in the implementation-defined
@@ -133,6 +139,7 @@ type Server struct {
 	closeGrace time.Duration
 	// maxInflight is maxInflight; tests lower it.
 	maxInflight int
+	inlineFor   time.Duration
 	newTicker   newTickerFunc
 
 	mu       sync.Mutex
@@ -201,6 +208,7 @@ func NewServer(cfg Config) (*Server, error) {
 		writeWait:   writeWait,
 		closeGrace:  closeGrace,
 		maxInflight: maxInflight,
+		inlineFor:   inlineFor,
 		newTicker:   realTicker,
 		folders:     append([]string{}, cfg.WorkspaceFolders...),
 		conns:       make(map[string]*conn),
@@ -322,6 +330,7 @@ func (s *Server) service() *service {
 		tools:          func() *registry { return &s.reg },
 		onIDEConnected: s.cfg.OnIDEConnected,
 		maxInflight:    s.maxInflight,
+		inlineFor:      s.inlineFor,
 		queueSize:      s.queueSize,
 		queueWait:      s.queueWait,
 		newTicker:      s.newTicker,

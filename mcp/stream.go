@@ -94,6 +94,7 @@ func NewStreamServer(cfg StreamConfig) *StreamServer {
 		listChanged:   false, // SetTools swaps the set between sessions, never during one
 		tools:         s.registry,
 		maxInflight:   maxInflight,
+		inlineFor:     inlineFor,
 		queueSize:     queueSize,
 		queueWait:     queueWait,
 		newTicker:     realTicker,

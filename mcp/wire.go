@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 )
 
 // JSON-RPC 2.0 error codes.
@@ -72,9 +73,28 @@ type incoming struct {
 // Responses are reported as such, whatever their shape: the server never
 // sends requests, so the caller ignores them.
 func decodeMessage(data []byte) (msg incoming, _ *Error) {
-	// One validating pass over the whole message (splitObject); params
-	// stays a span of data, split again later without validation.
-	members, err := splitObject(data)
+	// One validating pass over the whole message; params stays a span of
+	// data, split again later without validation.
+	// The last of a repeated key wins, as in encoding/json; keys match
+	// exactly, as a map of the members would.
+	var version, id, methodRaw, params json.RawMessage
+	var hasID, hasMethod, hasParams, hasResult, hasError bool
+	err := eachMember(data, true, func(key string, val json.RawMessage) {
+		switch key {
+		case "jsonrpc":
+			version = val
+		case "id":
+			id, hasID = val, true
+		case "method":
+			methodRaw, hasMethod = val, true
+		case "params":
+			params, hasParams = val, true
+		case "result":
+			hasResult = true
+		case "error":
+			hasError = true
+		}
+	})
 	if err != nil {
 		var se *syntaxError
 		switch {
@@ -85,20 +105,12 @@ func decodeMessage(data []byte) (msg incoming, _ *Error) {
 		}
 		return msg, invalidRequest("message must be a JSON object")
 	}
-	fields := make(map[string]json.RawMessage, len(members))
-	for _, m := range members {
-		fields[m.key] = m.val // the last of a repeated key wins, as in encoding/json
-	}
-	methodRaw, hasMethod := fields["method"]
-	if _, ok := fields["result"]; ok && !hasMethod {
-		return incoming{kind: kindResponse, id: fields["id"]}, nil
-	}
-	if _, ok := fields["error"]; ok && !hasMethod {
-		return incoming{kind: kindResponse, id: fields["id"]}, nil
+	if (hasResult || hasError) && !hasMethod {
+		return incoming{kind: kindResponse, id: id}, nil
 	}
 
 	msg.kind = kindNotification
-	if id, ok := fields["id"]; ok {
+	if hasID {
 		switch b := firstByte(id); {
 		case b == '"', b == '-', b >= '0' && b <= '9':
 			msg.id, msg.kind = id, kindRequest
@@ -106,14 +118,15 @@ func decodeMessage(data []byte) (msg incoming, _ *Error) {
 			return msg, invalidRequest("id must be a string or a number")
 		}
 	}
-	var version string
-	if err := json.Unmarshal(fields["jsonrpc"], &version); err != nil || version != "2.0" {
+	// data was validated: a value that starts with a quote is a string.
+	if firstByte(version) != '"' || !(string(version) == `"2.0"` || unquote(version) == "2.0") {
 		return msg, invalidRequest(`jsonrpc must be "2.0"`)
 	}
-	if !hasMethod || firstByte(methodRaw) != '"' || json.Unmarshal(methodRaw, &msg.method) != nil {
+	if !hasMethod || firstByte(methodRaw) != '"' {
 		return msg, invalidRequest("method must be a string")
 	}
-	if params, ok := fields["params"]; ok {
+	msg.method = methodName(methodRaw)
+	if hasParams {
 		switch firstByte(params) {
 		case '{', '[':
 			msg.params = params
@@ -125,13 +138,36 @@ func decodeMessage(data []byte) (msg incoming, _ *Error) {
 	return msg, nil
 }
 
+// methodName unquotes a method name (a validated JSON string); the names
+// the server handles itself come without an allocation.
+func methodName(raw json.RawMessage) string {
+	switch string(raw) {
+	case `"tools/call"`:
+		return "tools/call"
+	case `"ping"`:
+		return "ping"
+	case `"tools/list"`:
+		return "tools/list"
+	case `"initialize"`:
+		return "initialize"
+	case `"notifications/cancelled"`:
+		return "notifications/cancelled"
+	case `"notifications/initialized"`:
+		return "notifications/initialized"
+	}
+	return unquote(raw)
+}
+
 // firstByte returns the first non-space byte of data, or 0.
 func firstByte(data []byte) byte {
-	data = bytes.TrimLeft(data, " \t\r\n")
-	if len(data) == 0 {
-		return 0
+	for _, c := range data {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+		default:
+			return c
+		}
 	}
-	return data[0]
+	return 0
 }
 
 // idKey returns a map key for a request id: strings are compared by value,
@@ -139,6 +175,9 @@ func firstByte(data []byte) byte {
 func idKey(id json.RawMessage) (string, bool) {
 	switch b := firstByte(id); {
 	case b == '"':
+		if body, ok := plainQuoted(bytes.TrimSpace(id)); ok {
+			return "s" + string(body), true
+		}
 		var s string
 		if json.Unmarshal(id, &s) != nil {
 			return "", false
@@ -148,6 +187,21 @@ func idKey(id json.RawMessage) (string, bool) {
 		return "n" + string(bytes.TrimSpace(id)), true
 	}
 	return "", false
+}
+
+// plainQuoted returns the body of a JSON string that needs no decoding:
+// no escapes, no control characters, valid UTF-8.
+func plainQuoted(raw []byte) ([]byte, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return nil, false
+	}
+	body := raw[1 : len(raw)-1]
+	for _, c := range body {
+		if !plainString[c] {
+			return nil, false
+		}
+	}
+	return body, utf8.Valid(body)
 }
 
 // marshalJSON is json.Marshal without HTML escaping and without the
@@ -183,9 +237,10 @@ func writeID(buf *bytes.Buffer, id json.RawMessage) {
 
 // encodeResult encodes a successful response.
 func encodeResult(id json.RawMessage, result any) ([]byte, error) {
-	if w, ok := result.(wireToolResult); ok {
+	if tr, ok := result.(toolReply); ok {
 		// the hot path, and the one result that can carry a whole file
-		out := make([]byte, 0, toolResultSize(w)+len(id))
+		r := tr.r
+		out := make([]byte, 0, toolResultSize(r)+len(id))
 		out = append(out, `{"jsonrpc":"2.0","id":`...)
 		if id == nil {
 			out = append(out, "null"...)
@@ -193,7 +248,7 @@ func encodeResult(id json.RawMessage, result any) ([]byte, error) {
 			out = append(out, id...)
 		}
 		out = append(out, `,"result":`...)
-		out = appendToolResult(out, w)
+		out = appendToolResult(out, r)
 		return append(out, '}'), nil
 	}
 	var buf bytes.Buffer

@@ -23,6 +23,8 @@ type wsFramer struct {
 
 	ka   keepalive
 	seen atomic.Bool // the peer sent something since the last heartbeat
+
+	scratch []byte // readMessage's first chunk, reused by read
 }
 
 // wsOptions are a wsFramer's limits and timeouts.
@@ -44,6 +46,7 @@ func newWSFramer(ws *websocket.Conn, l link, log *slog.Logger, o wsOptions) *wsF
 		writeWait:  o.writeWait,
 		closeGrace: o.closeGrace,
 		ka:         keepalive{interval: o.pingInterval},
+		scratch:    make([]byte, readChunk),
 	}
 	f.seen.Store(true) // the handshake itself
 	ws.SetPingHandler(func(data string) error {
@@ -75,7 +78,7 @@ func (f *wsFramer) read(context.Context) ([]byte, error) {
 		if typ != websocket.TextMessage {
 			return nil, &frameError{code: websocket.CloseUnsupportedData, reason: "binary messages are not supported"}
 		}
-		data, err := readMessage(r, f.readLimit+1)
+		data, err := readMessage(r, f.readLimit+1, f.scratch)
 		switch {
 		case err != nil:
 			return nil, err
