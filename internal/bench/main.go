@@ -314,5 +314,6 @@ func scenarios() []scenario {
 		{"1", "1–2: cursor moves: Neovim CPU and selection_changed latency", runCursor},
 		{"6", "6–7: getDiagnostics and getOpenEditors with 500 buffers", runContext},
 		{"3", "3–5, 10: openDiff, stalls, accept, memory", runDiff},
+		{"20", "20: chat: stream → screen, and no delta lost", runChatStream},
 	}
 }
