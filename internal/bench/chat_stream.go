@@ -91,9 +91,9 @@ func runChatStream(ctx context.Context, r *runner) (*section, error) {
 		"Each answer goes to a new chat (layout right, 80 columns), prompt focused, transcript following the end. At the "+
 		"end of each answer the transcript's answer block is compared with the text sent: every delta once, in order.\n\n",
 		chatCols, chatRows)
-	sec.printf("**Floor.** A Neovim without the plugin with the same UI and an 80-column window on the right holding a markdown "+
-		"buffer (the transcript's filetype: treesitter highlighting, wrap, linebreak): the bench appends the same tokens at "+
-		"the same rate, each with one `nvim_call_atomic` of `nvim_buf_set_text` at the end and `nvim_win_set_cursor` to the last "+
+	sec.printf("**Floor.** A Neovim without the plugin with the same UI and an 80-column window on the right holding a markdown " +
+		"buffer (the transcript's filetype: treesitter highlighting, wrap, linebreak): the bench appends the same tokens at " +
+		"the same rate, each with one `nvim_call_atomic` of `nvim_buf_set_text` at the end and `nvim_win_set_cursor` to the last " +
 		"line, timed from just before the call. It is the least any client can do to put a token on a Neovim screen.\n\n")
 	sec.printf("| rate (deltas/s) | run | deltas | reached | p50 | p90 | p99 | max | not on screen | transcript | floor p50 | floor p99 |\n")
 	sec.printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n")

@@ -1,0 +1,293 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nvim-claude/nvim-claude/internal/bench/chatwire"
+)
+
+// resumeHookLua wraps, in the Neovim being measured, the two steps of a
+// resume that the bench reports apart: the chat_history request (the
+// host reads the transcript; Neovim waits) and the rendering of its
+// messages (sessions.load_history minus that request). Times are µs on
+// the bench clock, kept in B.resume.
+const resumeHookLua = `
+local B = _G.__nvim_claude_bench
+local server = require("claude.server")
+local sessions = require("claude.chat.sessions")
+if not B.resume_wrapped then
+  B.resume_wrapped = true
+  local request, load = server.request, sessions.load_history
+  server.request = function(m, p)
+    if m ~= "chat_history" then return request(m, p) end
+    local t = B.us()
+    local res, err = request(m, p)
+    B.resume.history = { t, B.us() }
+    return res, err
+  end
+  sessions.load_history = function(chat)
+    local t = B.us()
+    load(chat)
+    B.resume.load = { t, B.us() }
+  end
+end
+B.resume = {}
+`
+
+// resumeRun is one resume of the long session.
+type resumeRun struct {
+	usable    float64 // ms: open → the last message and a typed key on screen
+	lastShown float64 // ms: open → the last message on screen
+	keyShown  float64 // ms: open → the typed key on screen
+	ready     float64 // ms: open → load_history starts (the CLI has started)
+	history   float64 // ms in the chat_history request
+	render    float64 // ms rendering the messages (load_history minus the request)
+	lines     int     // transcript lines after the resume
+}
+
+// resume opens a chat on session ls and times it.
+func (ce *chatEditor) resume(ctx context.Context, ls longSession) (resumeRun, string, error) {
+	var run resumeRun
+	if err := ce.exec(ctx, resumeHookLua, nil); err != nil {
+		return run, "", err
+	}
+	marker := chatwire.Marker(ls.last)
+	lastShown := ce.scr.wait(func(rows []string) bool {
+		for _, r := range rows {
+			if strings.Contains(r, marker) {
+				return true
+			}
+		}
+		return false
+	})
+	keyShown := ce.scr.wait(func(rows []string) bool {
+		for _, r := range rows {
+			if strings.Contains(r, "QZ") {
+				return true
+			}
+		}
+		return false
+	})
+	t0 := chatwire.Mono()
+	var id string
+	if err := ce.eval(ctx, `local c = require("claude.chat").open({ new = true, resume = ... })
+return c and c.id`, &id, ls.id); err != nil {
+		return run, "", fmt.Errorf("resume: %w", err)
+	}
+	// The user types at once: Insert mode and two letters in the prompt
+	// (which open focused).
+	if err := ce.input("iQZ"); err != nil {
+		return run, id, err
+	}
+	var tLast, tKey int64
+	limit := time.After(2 * time.Minute)
+	for tLast == 0 || tKey == 0 {
+		select {
+		case tLast = <-lastShown:
+		case tKey = <-keyShown:
+		case <-limit:
+			return run, id, fmt.Errorf("resume: not usable after 2 minutes (last message shown: %v, key shown: %v)", tLast != 0, tKey != 0)
+		case <-ctx.Done():
+			return run, id, ctx.Err()
+		}
+	}
+	run.lastShown, run.keyShown = float64(tLast-t0)/1000, float64(tKey-t0)/1000
+	run.usable = max(run.lastShown, run.keyShown)
+	var st struct {
+		History []int64 `json:"history"`
+		Load    []int64 `json:"load"`
+		Lines   int     `json:"lines"`
+	}
+	if err := ce.eval(ctx, `local B = _G.__nvim_claude_bench
+local c = require("claude.chat").get(...)
+return { history = B.resume.history, load = B.resume.load, lines = vim.api.nvim_buf_line_count(c.tbuf) }`, &st, id); err != nil {
+		return run, id, err
+	}
+	if len(st.Load) == 2 && len(st.History) == 2 {
+		run.ready = float64(st.Load[0]-t0) / 1000
+		run.history = float64(st.History[1]-st.History[0]) / 1000
+		run.render = float64(st.Load[1]-st.Load[0])/1000 - run.history
+	}
+	run.lines = st.Lines
+	return run, id, nil
+}
+
+// typeWhileStreaming types keys into chat id's prompt (in Insert mode)
+// while an answer of ask streams into its transcript, one key every
+// interval, and returns each key's nvim_input → screen time (ms).
+func (ce *chatEditor) typeWhileStreaming(ctx context.Context, id string, ask chatwire.Ask, keys int, interval time.Duration) (sample, streamRun, error) {
+	var lat sample
+	var pos struct {
+		Row, Col, Height, Width int
+	}
+	if err := ce.eval(ctx, `local c = require("claude.chat").get(...)
+local w = vim.fn.win_findbuf(c.pbuf)[1]
+local p = vim.api.nvim_win_get_position(w)
+return { row = p[1], col = p[2], height = vim.api.nvim_win_get_height(w), width = vim.api.nvim_win_get_width(w) }`, &pos, id); err != nil {
+		return nil, streamRun{}, err
+	}
+	// The prompt's text rows: below its winbar.
+	prompt := func(rows []string) string {
+		return region(rows, pos.Row+1, pos.Col, pos.Height, pos.Width)
+	}
+	const letters = "QZXJKVBYPGFHDLTRWM"
+	type result struct {
+		run streamRun
+		err error
+	}
+	done := make(chan result, 1)
+	// The answer streams on its own goroutine (owned here: this function
+	// waits for it before returning).
+	go func() {
+		r, err := ce.stream(ctx, id, ask)
+		done <- result{r, err}
+	}()
+	// Let the stream start.
+	time.Sleep(300 * time.Millisecond)
+	typed := ""
+	var first error
+	for k := 0; k < keys && first == nil; k++ {
+		if len(typed) == 48 {
+			// A full line: empty the prompt and wait until the screen shows it.
+			old := typed[:4]
+			cleared := ce.scr.wait(func(rows []string) bool { return !strings.Contains(prompt(rows), old) })
+			if err := ce.exec(ctx, `local c = require("claude.chat").get(...)
+vim.api.nvim_buf_set_lines(c.pbuf, 0, -1, false, { "" })`, nil, id); err != nil {
+				first = err
+				break
+			}
+			select {
+			case <-cleared:
+			case <-time.After(10 * time.Second):
+				first = fmt.Errorf("the prompt did not clear on screen")
+			}
+			typed = ""
+			continue
+		}
+		c := string(letters[(k+len(typed)/len(letters))%len(letters)])
+		want := typed + c
+		shown := ce.scr.wait(func(rows []string) bool { return strings.Contains(prompt(rows), want) })
+		t0 := chatwire.Mono()
+		if err := ce.input(c); err != nil {
+			first = err
+			break
+		}
+		select {
+		case at := <-shown:
+			lat = append(lat, float64(at-t0)/1000)
+		case <-time.After(10 * time.Second):
+			first = fmt.Errorf("key %q not on screen after 10 s", c)
+		case <-ctx.Done():
+			first = ctx.Err()
+		}
+		typed = want
+		time.Sleep(interval)
+	}
+	res := <-done
+	if first != nil {
+		return lat, res.run, first
+	}
+	return lat, res.run, res.err
+}
+
+// runChatLong is scenario 22: resuming a session of 2,000 messages (100k
+// transcript lines), and typing in the prompt while a long answer streams
+// into that transcript.
+func runChatLong(ctx context.Context, r *runner) (*section, error) {
+	sec := &section{}
+	turns, answerLines, runs, keys := 1000, 94, 5, 250
+	if r.quick {
+		runs, keys = 2, 60
+	}
+	ce, err := r.startChatEditor(ctx, "right", "")
+	if err != nil {
+		return sec, err
+	}
+	defer ce.close()
+	ls, err := writeLongSession(r.root, ce.cfgDir, ce.dir, turns, answerLines, 999999)
+	if err != nil {
+		return sec, fmt.Errorf("long session: %w", err)
+	}
+	r.logf("   session: %d messages, %d transcript lines, %s", ls.messages, ls.lines, fmtMB(float64(ls.bytes)))
+	var rr []resumeRun
+	var id string
+	for i := 0; i < runs; i++ {
+		if id != "" {
+			if err := ce.closeChat(ctx, id); err != nil {
+				return sec, err
+			}
+			if err := ce.exec(ctx, `vim.cmd("stopinsert")`, nil); err != nil {
+				return sec, err
+			}
+		}
+		var run resumeRun
+		run, id, err = ce.resume(ctx, ls)
+		if err != nil {
+			return sec, err
+		}
+		ce.noteCLIs()
+		rr = append(rr, run)
+		r.logf("   resume %d: usable after %s (ready %s, chat_history %s, render %s), %d lines", i+1, fmtMS(run.usable),
+			fmtMS(run.ready), fmtMS(run.history), fmtMS(run.render), run.lines)
+	}
+	// Typing in the last resumed chat while a long answer streams in.
+	if err := ce.waitState(ctx, id, "idle", 20*time.Second); err != nil {
+		return sec, err
+	}
+	ask := ce.nextAsk(int(float64(keys)*0.1*200)+600, 200)
+	lat, sr, err := ce.typeWhileStreaming(ctx, id, ask, keys, 100*time.Millisecond)
+	if err != nil {
+		return sec, fmt.Errorf("typing: %w", err)
+	}
+	ks := lat.summarize()
+	r.logf("   typing: %d keys, p50 %s p99 %s max %s; the answer: stream p99 %s, intact %v", ks.N, fmtMS(ks.Median), fmtMS(ks.P99),
+		fmtMS(ks.Max), fmtMS(sr.lat.summarize().P99), sr.intact)
+
+	var usable, hist, render sample
+	for _, x := range rr {
+		usable = append(usable, x.usable)
+		hist = append(hist, x.history)
+		render = append(render, x.render)
+	}
+	sec.printf("**Session.** %d messages (%d prompts of 3 lines, %d answers of %d lines of markdown: paragraphs, a bullet list, a "+
+		"fenced Lua block each) — %d transcript lines once rendered — in a %s transcript file the host reads where the CLI keeps "+
+		"it (`$CLAUDE_CONFIG_DIR/projects/<cwd>/<id>.jsonl`). The file is generated from the transcript the real CLI 2.1.331 kept "+
+		"of the recorded session (`internal/bench/standin/testdata/session.jsonl`): the entries of its first turn as they are, "+
+		"then the entries the CLI wrote for its second turn (queue operations, the prompt, the file-history snapshot, the API "+
+		"request, the answer, last-prompt) once per turn, uuids chained, text replaced.\n\n",
+		ls.messages, ls.messages/2, ls.messages/2, answerLines, ls.lines, fmtMB(float64(ls.bytes)))
+	sec.printf("**Resume → usable.** The bench calls `require(\"claude.chat\").open({ new = true, resume = <id> })` (what "+
+		"`:ClaudeChatSessions` → resume does) and at once types `iQZ` (`nvim_input`). The panel is **usable** when the UI's "+
+		"screen shows both the last message's last word and the `QZ` typed into the prompt: the user can read where the "+
+		"conversation stopped and type the next prompt. Timed from just before the call to the first flush that shows each. "+
+		"The stand-in starts in a few ms, so \"ready\" (the chat's CLI has answered initialize and the history load begins) "+
+		"is nearly all the host and Neovim; the real CLI takes about a second more, during which the prompt is usable but "+
+		"the history is not there yet. chat_history and render are timed inside Neovim by wrappers the bench installs "+
+		"(render = `sessions.load_history` minus the request). Each run resumes in a new chat (the previous one closed).\n\n")
+	sec.printf("| run | usable | last message shown | key shown | ready | chat_history | render | transcript lines |\n|---|---|---|---|---|---|---|---|\n")
+	for i, x := range rr {
+		sec.printf("| %d | %s | %s | %s | %s | %s | %s | %d |\n", i+1, fmtMS(x.usable), fmtMS(x.lastShown), fmtMS(x.keyShown),
+			fmtMS(x.ready), fmtMS(x.history), fmtMS(x.render), x.lines)
+	}
+	sec.printf("\n**Typing while an answer streams.** In the last resumed chat (%d lines), an answer of %d deltas streams at %g/s "+
+		"while the bench types %d letters into the prompt (Insert mode), one `nvim_input` every %v, each timed from just before "+
+		"the call to the first flush whose prompt rows show the text typed so far (every 48 letters the prompt is emptied, "+
+		"untimed). p50 %s, p90 %s, p99 %s, max %s over %d keys. The answer meanwhile: write → screen p50 %s, p99 %s; "+
+		"transcript %s.\n\n",
+		ls.lines, ask.N, ask.Rate, keys, 100*time.Millisecond, fmtMS(ks.Median), fmtMS(ks.P90), fmtMS(ks.P99), fmtMS(ks.Max), ks.N,
+		fmtMS(sr.lat.summarize().Median), fmtMS(sr.lat.summarize().P99), map[bool]string{true: "intact", false: "**not intact: " + sr.problem + "**"}[sr.intact])
+	sec.add(row{order: 22, num: "22", scenario: fmt.Sprintf("chat: resume a session of %d messages (%dk transcript lines)", ls.messages, ls.lines/1000),
+		figure: "open → last message and a typed key on screen",
+		result: fmtMS(usable.median()) + fmt.Sprintf(" (render %s, chat_history %s)", fmtMS(render.median()), fmtMS(hist.median())),
+		spread: fmt.Sprintf("%s (min–max, %d runs)", fmtRange(usable.min(), usable.max()), len(usable)),
+		target: "≤ 300 ms", verdict: verdict(usable.median() <= 300), ref: "—"})
+	sec.add(row{order: 22.1, num: "22", scenario: fmt.Sprintf("chat: typing in the prompt while an answer streams (%g deltas/s) into that transcript", ask.Rate),
+		figure: "key → screen", result: fmt.Sprintf("p99 %s (p50 %s)", fmtMS(ks.P99), fmtMS(ks.Median)),
+		spread: fmt.Sprintf("max %s, %d keys", fmtMS(ks.Max), ks.N), target: "p99 ≤ 16 ms", verdict: verdict(ks.P99 <= 16), ref: "—"})
+	return sec, nil
+}
