@@ -64,14 +64,14 @@ func runChatCPU(ctx context.Context, r *runner) (*section, error) {
 		}
 	}
 
-	sec.printf("**Method.** As in scenario 20 (the same Neovim with the plugin, UI, stand-in and floor): an answer of N deltas "+
-		"streams at the rate into a new chat; the Neovim process's CPU time (user + system, all threads, the kernel's process CPU "+
-		"clock) is read just before the prompt is sent and when the chat reports the turn's end (`User ClaudeChatTurnDone`), and "+
-		"divided by N — so it also carries the turn's own few events (the prompt echoed, the header, the end line), a fixed "+
-		"cost spread over the N deltas. The floor is the bare Neovim of scenario 20 appending the same N tokens at the same rate "+
-		"with `nvim_buf_set_text` + `nvim_win_set_cursor` in one call each, into a markdown buffer in the same 80-column window "+
-		"(treesitter highlighting on, as the transcript's), from before the first call until the last token is on the screen. "+
-		"Both Neovims draw to a UI (the bench), so the redraw is paid on both sides. Runs alternate which side goes first. The "+
+	sec.printf("**Method.** As in scenario 20 (the same Neovim with the plugin, UI, stand-in and floor): an answer of N deltas " +
+		"streams at the rate into a new chat; the Neovim process's CPU time (user + system, all threads, the kernel's process CPU " +
+		"clock) is read just before the prompt is sent and when the chat reports the turn's end (`User ClaudeChatTurnDone`), and " +
+		"divided by N — so it also carries the turn's own few events (the prompt echoed, the header, the end line), a fixed " +
+		"cost spread over the N deltas. The floor is the bare Neovim of scenario 20 appending the same N tokens at the same rate " +
+		"with `nvim_buf_set_text` + `nvim_win_set_cursor` in one call each, into a markdown buffer in the same 80-column window " +
+		"(treesitter highlighting on, as the transcript's), from before the first call until the last token is on the screen. " +
+		"Both Neovims draw to a UI (the bench), so the redraw is paid on both sides. Runs alternate which side goes first. The " +
 		"host's CPU (the Go process between the stand-in and Neovim) is shown for information; it is not Neovim's.\n\n")
 	sec.printf("| rate | run | deltas | Neovim CPU, chat | per delta | floor | per delta | ratio | host CPU per delta |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, x := range rates {

@@ -261,13 +261,13 @@ func runChatLong(ctx context.Context, r *runner) (*section, error) {
 		"then the entries the CLI wrote for its second turn (queue operations, the prompt, the file-history snapshot, the API "+
 		"request, the answer, last-prompt) once per turn, uuids chained, text replaced.\n\n",
 		ls.messages, ls.messages/2, ls.messages/2, answerLines, ls.lines, fmtMB(float64(ls.bytes)))
-	sec.printf("**Resume → usable.** The bench calls `require(\"claude.chat\").open({ new = true, resume = <id> })` (what "+
-		"`:ClaudeChatSessions` → resume does) and at once types `iQZ` (`nvim_input`). The panel is **usable** when the UI's "+
-		"screen shows both the last message's last word and the `QZ` typed into the prompt: the user can read where the "+
-		"conversation stopped and type the next prompt. Timed from just before the call to the first flush that shows each. "+
-		"The stand-in starts in a few ms, so \"ready\" (the chat's CLI has answered initialize and the history load begins) "+
-		"is nearly all the host and Neovim; the real CLI takes about a second more, during which the prompt is usable but "+
-		"the history is not there yet. chat_history and render are timed inside Neovim by wrappers the bench installs "+
+	sec.printf("**Resume → usable.** The bench calls `require(\"claude.chat\").open({ new = true, resume = <id> })` (what " +
+		"`:ClaudeChatSessions` → resume does) and at once types `iQZ` (`nvim_input`). The panel is **usable** when the UI's " +
+		"screen shows both the last message's last word and the `QZ` typed into the prompt: the user can read where the " +
+		"conversation stopped and type the next prompt. Timed from just before the call to the first flush that shows each. " +
+		"The stand-in starts in a few ms, so \"ready\" (the chat's CLI has answered initialize and the history load begins) " +
+		"is nearly all the host and Neovim; the real CLI takes about a second more, during which the prompt is usable but " +
+		"the history is not there yet. chat_history and render are timed inside Neovim by wrappers the bench installs " +
 		"(render = `sessions.load_history` minus the request). Each run resumes in a new chat (the previous one closed).\n\n")
 	sec.printf("| run | usable | last message shown | key shown | ready | chat_history | render | transcript lines |\n|---|---|---|---|---|---|---|---|\n")
 	for i, x := range rr {
