@@ -10,9 +10,16 @@ import (
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 )
 
-// chatCoalesce is how long a streamed text or thinking delta waits for
-// more of the same block before it goes to Lua.
-const chatCoalesce = 30 * time.Millisecond
+// chatFrame is the least time between two deliveries of streamed text or
+// thinking to Lua: a delta goes at once when the last one went at least a
+// frame ago, else it waits for the frame's end, and the deltas of the same
+// block that arrive meanwhile merge into it. Each delivery costs Neovim an
+// RPC call, the Lua rendering and a redraw of the transcript, whatever it
+// carries: at 200 deltas/s, one frame of 8 ms carries about two. 8 ms
+// keeps a delta's wait plus its rendering within a 60 Hz frame (16 ms);
+// a slower Neovim batches more by itself, as the next delivery only starts
+// when it has taken the last (benchmark 20–21 measure both sides).
+const chatFrame = 8 * time.Millisecond
 
 // chatEmitTimeout bounds one delivery attempt to Lua (a failed attempt is
 // retried: chat events are never dropped).
@@ -24,6 +31,9 @@ const chatEmitTimeout = 10 * time.Second
 type outbox struct {
 	emit func(ctx context.Context, name string, data any) error
 	log  func(msg string, args ...any)
+
+	// lastDelta is when the last delta's delivery began (run's own).
+	lastDelta time.Time
 
 	mu      sync.Mutex
 	items   []*outItem
@@ -38,7 +48,6 @@ type outItem struct {
 	data  map[string]any
 	key   string // for deltas: event, message id and index
 	delta string
-	at    time.Time
 }
 
 func newOutbox(emit func(ctx context.Context, name string, data any) error, log func(string, ...any)) *outbox {
@@ -72,7 +81,7 @@ func (o *outbox) pushDelta(name string, data map[string]any, key, delta string) 
 		o.mu.Unlock()
 		return
 	}
-	o.items = append(o.items, &outItem{name: name, data: data, key: key, delta: delta, at: time.Now()})
+	o.items = append(o.items, &outItem{name: name, data: data, key: key, delta: delta})
 	o.mu.Unlock()
 	o.signal()
 }
@@ -119,8 +128,9 @@ func (o *outbox) run() {
 			}
 		}
 		if it.key != "" {
-			// Let more of the block arrive and merge into this item.
-			if wait := chatCoalesce - time.Since(it.at); wait > 0 {
+			// One delivery of streamed text per frame: more of the block
+			// merges into this item meanwhile.
+			if wait := chatFrame - time.Since(o.lastDelta); wait > 0 {
 				t := time.NewTimer(wait)
 				select {
 				case <-t.C:
@@ -134,6 +144,7 @@ func (o *outbox) run() {
 		o.items = o.items[1:]
 		if it.key != "" {
 			it.data["delta"] = it.delta
+			o.lastDelta = time.Now()
 		}
 		o.mu.Unlock()
 		// it is out of the queue (nothing merges into it any more) but
