@@ -281,7 +281,7 @@ local TRANSCRIPT_WO = {
   { "list", false },
   { "spell", false },
   { "foldmethod", "expr" },
-  { "foldexpr", "v:lua.require'claude.chat.render'.foldexpr(v:lnum)" },
+  { "foldexpr", render.FOLDEXPR },
   { "foldtext", "v:lua.require'claude.chat.render'.foldtext()" },
   { "foldlevel", 0 },
   { "foldenable", true },
