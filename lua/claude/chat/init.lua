@@ -180,7 +180,11 @@ local function refresh_header(chat)
   local name, rest = text:match("^(.-)( · .*)$")
   local bar = "%#ClaudeChatHeader#" .. (name and (name .. "%<" .. rest) or (text .. "%<"))
   for _, w in ipairs(vim.fn.win_findbuf(chat.tbuf)) do
-    set_local(w, "winbar", bar)
+    -- Every event comes here: setting 'winbar' redraws it, so only a
+    -- change is set.
+    if vim.wo[w].winbar ~= bar then
+      set_local(w, "winbar", bar)
+    end
   end
 end
 M.refresh_header = refresh_header
