@@ -198,13 +198,6 @@ func (s *screen) wait(cond func(rows []string) bool) <-chan int64 {
 	return ch
 }
 
-// snapshot is the screen's rows now.
-func (s *screen) snapshot() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.textRows()
-}
-
 func toInt(v any) int {
 	switch x := v.(type) {
 	case int64:

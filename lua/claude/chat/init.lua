@@ -798,7 +798,11 @@ function M.open(o)
       return nil
     end
     chat = M._adopt(res)
-    if o.resume then
+    if o.resume and not o.fork then
+      -- The host reads a resumed session's messages while its CLI starts.
+      sessions.load_history(chat)
+    elseif o.resume then
+      -- A fork's history stops where its CLI was rewound: once it runs.
       M.when_ready(chat, function()
         sessions.load_history(chat)
       end)

@@ -381,6 +381,107 @@ function M.history(chat, msg)
   end
 end
 
+-- The earlier messages of a resumed or forked session, as M.history
+-- would append them one by one, followed by a marker line: built in
+-- tables first, then written in a few large pieces (M.prepend).
+local function history_rows(msgs)
+  local lines, hls, users = {}, {}, {}
+  local in_turn = false
+  local function add(l, hl)
+    lines[#lines + 1] = l
+    hls[#lines] = hl or false
+  end
+  for _, msg in ipairs(msgs) do
+    if msg.role == "user" then
+      in_turn = false
+      if #lines > 0 then
+        add("")
+      end
+      add("## You", "ClaudeChatUser")
+      if msg.uuid and msg.uuid ~= vim.NIL then
+        table.insert(users, { row = #lines, uuid = msg.uuid, text = msg.text })
+      end
+      for _, l in ipairs(split(msg.text)) do
+        add(l)
+      end
+    else
+      if not in_turn then
+        in_turn = true
+        add("## Claude", "ClaudeChatAssistant")
+      end
+      if msg.text and msg.text ~= "" then
+        for _, l in ipairs(split(msg.text)) do
+          add(l)
+        end
+      end
+      for _, t in ipairs(msg.tools or {}) do
+        add("● " .. tostring(t), "ClaudeChatTool")
+      end
+    end
+  end
+  add("")
+  add("─ earlier messages above ─", "ClaudeChatMeta")
+  return lines, hls, users
+end
+
+-- Rows written at once when history is prepended: more than a screen
+-- shows, so the end of the history is there when the call returns; the
+-- rest follows in pieces of PREPEND_SLICE rows, each its own main-loop
+-- event (a timer), so that keys typed meanwhile and redraws go between
+-- them.
+local PREPEND_FIRST = 1500
+local PREPEND_SLICE = 5000
+
+--- Puts the earlier messages msgs (chat_history) above everything in the
+--- transcript: its last PREPEND_FIRST rows now, the rest in the
+--- background, top last. on_done (optional) runs when all are in.
+function M.prepend_history(chat, msgs, on_done)
+  local lines, hls, users = history_rows(msgs)
+  local buf = chat.tbuf
+  -- rows [i, j] of the history (1-based) go to the top of the buffer
+  local function write(i, j)
+    local sub_lines, sub_hls = {}, {}
+    for k = i, j do
+      sub_lines[#sub_lines + 1] = lines[k]
+      sub_hls[#sub_hls + 1] = hls[k]
+    end
+    put(chat, 0, empty(chat) and 1 or 0, sub_lines, "0", sub_hls)
+    for _, u in ipairs(users) do
+      if u.row >= i and u.row <= j then
+        table.insert(chat.users, { mark = M.mark(chat, u.row - i), uuid = u.uuid, text = u.text })
+      end
+    end
+  end
+  local n = #lines
+  local first = math.max(1, n - PREPEND_FIRST + 1)
+  write(first, n)
+  if first == 1 then
+    if on_done then
+      on_done()
+    end
+    return
+  end
+  local function more(j)
+    if by_buf[buf] ~= chat or not api.nvim_buf_is_valid(buf) then
+      return -- the chat is gone
+    end
+    local i = math.max(1, j - PREPEND_SLICE + 1)
+    write(i, j)
+    if i == 1 then
+      if on_done then
+        on_done()
+      end
+      return
+    end
+    vim.defer_fn(function()
+      more(i - 1)
+    end, 0)
+  end
+  vim.defer_fn(function()
+    more(first - 1)
+  end, 0)
+end
+
 function M.tool_use(chat, d)
   turn_header(chat)
   local row = folded(chat, "● " .. (d.summary or d.name or "tool"), indent(input_lines(d.input), "    "), "ClaudeChatTool")
