@@ -169,6 +169,28 @@ local function set_levels(chat, s, e, lv)
   end
 end
 
+-- long_transcript makes a transcript that is to have n lines leave
+-- treesitter highlighting for Vim's markdown syntax once n passes
+-- chat.treesitter_max_lines: Neovim's treesitter markdown re-parses the
+-- buffer on every edit, a cost that grows with its length (about 5 ms an
+-- edit past 1,000 lines here, and the streaming waits for it: benchmark
+-- 22), while the syntax is drawn from the lines on screen.
+local function long_transcript(chat, n)
+  if chat.syntax_only then
+    return
+  end
+  local max = require("claude.config").options.chat.treesitter_max_lines
+  if type(max) ~= "number" or n <= max then
+    return
+  end
+  chat.syntax_only = true
+  local hl = package.loaded["vim.treesitter.highlighter"]
+  if hl and hl.active and hl.active[chat.tbuf] then
+    -- stop() gives the buffer back to 'syntax' (markdown)
+    pcall(vim.treesitter.stop, chat.tbuf)
+  end
+end
+
 -- put replaces rows [s, e) (0-based, end exclusive) with lines whose fold
 -- levels are levels (a list, or one value for all) and highlights hls (a
 -- group per line, or one group, or nil).
@@ -177,6 +199,7 @@ local function put(chat, s, e, lines, levels, hls)
   if not api.nvim_buf_is_valid(buf) then
     return
   end
+  long_transcript(chat, line_count(chat) + #lines - (e - s))
   local follow = followers(chat)
   local lv = {}
   for i = 1, #lines do
