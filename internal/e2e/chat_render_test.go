@@ -19,6 +19,14 @@ import (
 func TestChatUIFoldMapAndLongTranscript(t *testing.T) {
 	c := startChatUI(t, `, chat = { treesitter_max_lines = 150 }`)
 	c.open(t)
+	// Short, the transcript keeps the filetype's highlighting (treesitter
+	// from Neovim 0.12's markdown ftplugin).
+	var tsAtStart bool
+	c.Eval(t, `local h = package.loaded["vim.treesitter.highlighter"]
+return vim.fn.has("nvim-0.12") == 0 or (h ~= nil and h.active[require("claude.chat").get("1").tbuf] ~= nil)`, &tsAtStart)
+	if !tsAtStart {
+		t.Errorf("a short transcript with treesitter_max_lines = 150 lost treesitter")
+	}
 	lines := func(prefix string, n int) string {
 		var b strings.Builder
 		for i := 0; i < n; i++ {
@@ -128,5 +136,23 @@ local h = package.loaded["vim.treesitter.highlighter"]
 return { ts = h ~= nil and h.active[chat.tbuf] ~= nil, syntax = vim.bo[chat.tbuf].syntax }`, &hl)
 	if hl.TS || hl.Syntax != "markdown" {
 		t.Errorf("long transcript highlighting: treesitter %v, syntax %q", hl.TS, hl.Syntax)
+	}
+}
+
+// By default the transcript never uses treesitter: Vim's markdown syntax
+// from the start.
+func TestChatUITranscriptSyntaxByDefault(t *testing.T) {
+	c := startChatUI(t, "")
+	c.open(t)
+	var hl struct {
+		TS     bool   `json:"ts"`
+		Syntax string `json:"syntax"`
+		FT     string `json:"ft"`
+	}
+	c.Eval(t, `local chat = require("claude.chat").get("1")
+local h = package.loaded["vim.treesitter.highlighter"]
+return { ts = h ~= nil and h.active[chat.tbuf] ~= nil, syntax = vim.bo[chat.tbuf].syntax, ft = vim.bo[chat.tbuf].filetype }`, &hl)
+	if hl.TS || hl.Syntax != "markdown" || hl.FT != "markdown" {
+		t.Errorf("transcript highlighting: treesitter %v, syntax %q, filetype %q", hl.TS, hl.Syntax, hl.FT)
 	}
 }

@@ -149,9 +149,9 @@ function M.defaults()
       notify = true, -- vim.notify when a permission waits and the chat is hidden
       history_size = 100,
       -- transcripts longer than this are highlighted with Vim's markdown
-      -- syntax, not treesitter (whose markdown parsing slows every edit of
-      -- a long buffer); 0: never treesitter
-      treesitter_max_lines = 1000,
+      -- syntax, not treesitter (whose markdown parsing slows every edit:
+      -- the stream lags); 0: never treesitter
+      treesitter_max_lines = 0,
       keys = {
         send = "<C-s>", -- prompt, normal and insert mode (<CR> in normal mode too)
         interrupt = "<C-c>",

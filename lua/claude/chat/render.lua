@@ -27,12 +27,15 @@ M.FOLDEXPR = "get(b:claude_chat_folds, v:lnum, '=')"
 -- chats by transcript buffer, for M.foldexpr.
 local by_buf = {}
 
+local long_transcript -- (below)
+
 function M.attach(chat)
   by_buf[chat.tbuf] = chat
   chat.levels = chat.levels or { "0" }
   chat.folds = chat.folds or {}
   chat.r = chat.r or { cur = nil, in_turn = false }
   vim.b[chat.tbuf].claude_chat_folds = vim.empty_dict()
+  long_transcript(chat, api.nvim_buf_line_count(chat.tbuf))
 end
 
 function M.detach(buf)
@@ -171,11 +174,12 @@ end
 
 -- long_transcript makes a transcript that is to have n lines leave
 -- treesitter highlighting for Vim's markdown syntax once n passes
--- chat.treesitter_max_lines: Neovim's treesitter markdown re-parses the
--- buffer on every edit, a cost that grows with its length (about 5 ms an
--- edit past 1,000 lines here, and the streaming waits for it: benchmark
--- 22), while the syntax is drawn from the lines on screen.
-local function long_transcript(chat, n)
+-- chat.treesitter_max_lines (by default 0: from the start). Neovim's
+-- treesitter markdown re-parses the buffer at every edit, 3–5 ms a
+-- streamed delta here, more as the buffer grows (benchmarks 20–22: the
+-- stream lags tens of ms behind at 200 deltas/s, seconds in a long
+-- transcript), while the syntax is drawn from the lines on screen.
+function long_transcript(chat, n)
   if chat.syntax_only then
     return
   end
