@@ -65,7 +65,7 @@ type chatEditor struct {
 }
 
 // startChatEditor starts a Neovim for the chat scenarios; layout is the
-// chat's layout option, extra more setup() fields (Lua).
+// chat's layout option, extra more fields of setup()'s chat table (Lua).
 func (r *runner) startChatEditor(ctx context.Context, layout, extra string) (*chatEditor, error) {
 	bin, err := r.standinBin(ctx)
 	if err != nil {
@@ -76,7 +76,7 @@ func (r *runner) startChatEditor(ctx context.Context, layout, extra string) (*ch
 		return nil, err
 	}
 	logPath := filepath.Join(dir, ".standin.log")
-	setup := fmt.Sprintf(`chat = { cmd = %q, layout = %q, env = { %s = %q } }, %s`, bin, layout, chatwire.LogEnv, logPath, extra)
+	setup := fmt.Sprintf(`chat = { cmd = %q, layout = %q, env = { %s = %q }, %s }`, bin, layout, chatwire.LogEnv, logPath, extra)
 	e, err := r.startEditor(ctx, editorOpts{plugin: true, setup: setup, uiCols: chatCols, uiRows: chatRows, dir: dir})
 	if err != nil {
 		return nil, err
@@ -189,7 +189,8 @@ return require("claude.chat.prompt").send(chat.get(select(1, ...)), select(2, ..
 type streamRun struct {
 	ask      chatwire.Ask
 	lat      sample // ms from the stand-in writing a delta to its marker on screen
-	missing  int    // markers never seen on screen
+	scrolled int    // markers scrolled past within one flush (timed by the next marker shown)
+	missing  int    // markers never seen on screen, nor any after them
 	intact   bool   // the transcript holds the answer exactly
 	problem  string // what differs, if not intact
 	nvimCPU  time.Duration
@@ -245,16 +246,42 @@ func (ce *chatEditor) stream(ctx context.Context, id string, ask chatwire.Ask) (
 	if span := log.Written[ask.N-1] - log.Written[0]; span > 0 {
 		run.achieved = float64(ask.N-1) / (float64(span) / 1e6)
 	}
-	for i, w := range log.Written {
-		at := ce.scr.seenAt(ask.Seq + i)
-		if at == 0 {
-			run.missing++
-			continue
-		}
-		run.lat = append(run.lat, float64(at-w)/1000)
-	}
+	run.lat, run.scrolled, run.missing = screenLatencies(ce.scr, ask.Seq, log.Written)
 	run.intact, run.problem, err = ce.checkAnswer(ctx, id, ask)
 	return run, err
+}
+
+// screenLatencies are the write → screen times (ms) of the markers seq,
+// seq+1, … written at the times written. A marker that scrolled past
+// between two flushes (more text came at once than the window shows) never
+// was on screen: its text had reached the screen when a later marker was
+// first shown, and that time counts (scrolled says how many); markers
+// after which nothing was shown are missing.
+func screenLatencies(scr *screen, seq int, written []int64) (lat sample, scrolled, missing int) {
+	lat = make(sample, 0, len(written))
+	next := int64(0) // the earliest time a later marker was seen
+	times := make([]int64, len(written))
+	for i := len(written) - 1; i >= 0; i-- {
+		at := scr.seenAt(seq + i)
+		switch {
+		case at != 0:
+			times[i] = at
+			if next == 0 || at < next {
+				next = at
+			}
+		case next != 0:
+			times[i] = next
+			scrolled++
+		default:
+			missing++
+		}
+	}
+	for i, w := range written {
+		if times[i] != 0 {
+			lat = append(lat, float64(times[i]-w)/1000)
+		}
+	}
+	return lat, scrolled, missing
 }
 
 // checkAnswer compares the transcript's last answer with the text the
@@ -340,8 +367,9 @@ vim.cmd("wincmd p")
 return { buf, win }
 `
 
-// startFloorEditor starts the floor Neovim.
-func (r *runner) startFloorEditor(ctx context.Context) (*floorEditor, error) {
+// startFloorEditor starts the floor Neovim; with syntax, its buffer is
+// highlighted with Vim's markdown syntax instead of treesitter.
+func (r *runner) startFloorEditor(ctx context.Context, syntax bool) (*floorEditor, error) {
 	dir, err := r.project("chat-floor", nil)
 	if err != nil {
 		return nil, err
@@ -361,6 +389,14 @@ func (r *runner) startFloorEditor(ctx context.Context) (*floorEditor, error) {
 		return nil, fmt.Errorf("floor window: %v", err)
 	}
 	fe.buf, fe.win = nvim.Buffer(ids[0]), nvim.Window(ids[1])
+	if syntax {
+		// stop() gives the buffer back to 'syntax' (markdown)
+		var st string
+		if err := e.exec(ctx, `local b = ... pcall(vim.treesitter.stop, b) return vim.bo[b].syntax`, &st, ids[0]); err != nil || st != "markdown" {
+			e.close()
+			return nil, fmt.Errorf("floor syntax: %q, %v", st, err)
+		}
+	}
 	if err := e.exec(ctx, `vim.cmd("redraw!")`, nil); err != nil {
 		e.close()
 		return nil, err
@@ -431,14 +467,7 @@ func (fe *floorEditor) stream(ctx context.Context, ask chatwire.Ask) (streamRun,
 	if span := written[len(written)-1] - written[0]; span > 0 {
 		run.achieved = float64(ask.N-1) / (float64(span) / 1e6)
 	}
-	for i, w := range written {
-		at := fe.scr.seenAt(ask.Seq + i)
-		if at == 0 {
-			run.missing++
-			continue
-		}
-		run.lat = append(run.lat, float64(at-w)/1000)
-	}
+	run.lat, run.scrolled, run.missing = screenLatencies(fe.scr, ask.Seq, written)
 	var lines []string
 	if err := fe.exec(ctx, `return vim.api.nvim_buf_get_lines(..., 0, -1, false)`, &lines, int(fe.buf)); err != nil {
 		return run, err
