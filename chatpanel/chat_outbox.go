@@ -39,7 +39,10 @@ type outbox struct {
 	items   []*outItem
 	wake    chan struct{} // buffered 1
 	closing bool          // stop once drained
-	stop    chan struct{} // stop now
+	// stopped ends with halt: delivery stops now (an emit in flight is
+	// cancelled).
+	stopped context.Context
+	stop    context.CancelFunc
 	done    chan struct{}
 }
 
@@ -51,7 +54,9 @@ type outItem struct {
 }
 
 func newOutbox(emit func(ctx context.Context, name string, data any) error, log func(string, ...any)) *outbox {
-	return &outbox{emit: emit, log: log, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	o := &outbox{emit: emit, log: log, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	o.stopped, o.stop = context.WithCancel(context.Background())
+	return o
 }
 
 func (o *outbox) start() { go o.run() }
@@ -96,18 +101,13 @@ func (o *outbox) closeDrained() {
 
 // halt stops delivery now and waits for run to return.
 func (o *outbox) halt() {
-	o.mu.Lock()
-	select {
-	case <-o.stop:
-	default:
-		close(o.stop)
-	}
-	o.mu.Unlock()
+	o.stop()
 	<-o.done
 }
 
 func (o *outbox) run() {
 	defer close(o.done)
+	defer o.stop() // releases o.stopped once drained too
 	for {
 		o.mu.Lock()
 		var it *outItem
@@ -123,7 +123,7 @@ func (o *outbox) run() {
 			select {
 			case <-o.wake:
 				continue
-			case <-o.stop:
+			case <-o.stopped.Done():
 				return
 			}
 		}
@@ -134,7 +134,7 @@ func (o *outbox) run() {
 				t := time.NewTimer(wait)
 				select {
 				case <-t.C:
-				case <-o.stop:
+				case <-o.stopped.Done():
 					t.Stop()
 					return
 				}
@@ -166,25 +166,16 @@ const (
 // side failed on this very payload: logged and skipped), or the outbox
 // stops (false).
 func (o *outbox) deliver(it *outItem) bool {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-o.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	wait := chatRetryFirst
 	for attempt := 1; ; attempt++ {
-		ectx, ecancel := context.WithTimeout(ctx, chatEmitTimeout)
+		ectx, ecancel := context.WithTimeout(o.stopped, chatEmitTimeout)
 		err := o.emit(ectx, it.name, it.data)
 		ecancel()
 		if err == nil {
 			return true
 		}
 		select {
-		case <-o.stop:
+		case <-o.stopped.Done():
 			return false
 		default:
 		}
@@ -199,7 +190,7 @@ func (o *outbox) deliver(it *outItem) bool {
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
-		case <-o.stop:
+		case <-o.stopped.Done():
 			t.Stop()
 			return false
 		}
