@@ -393,24 +393,10 @@ function M.user(chat, d)
   end
 end
 
---- An earlier message of a resumed or forked session (chat_history).
-function M.history(chat, msg)
-  if msg.role == "user" then
-    M.user(chat, { uuid = msg.uuid, text = msg.text })
-    return
-  end
-  turn_header(chat)
-  if msg.text and msg.text ~= "" then
-    M.append(chat, split(msg.text), "0")
-  end
-  for _, t in ipairs(msg.tools or {}) do
-    M.append(chat, { "● " .. tostring(t) }, "0", "ClaudeChatTool")
-  end
-end
-
--- The earlier messages of a resumed or forked session, as M.history
--- would append them one by one, followed by a marker line: built in
--- tables first, then written in a few large pieces (M.prepend).
+-- The rows of the earlier messages of a resumed or forked session
+-- (chat_history) as M.user and the assistant's blocks show them, followed
+-- by a marker line: built in tables, then written in a few large pieces
+-- (M.prepend_history).
 local function history_rows(msgs)
   local lines, hls, users = {}, {}, {}
   local in_turn = false
