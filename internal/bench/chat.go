@@ -159,6 +159,29 @@ func (ce *chatEditor) waitState(ctx context.Context, id, want string, limit time
 	}
 }
 
+// pids are the processes a profile of the chat samples: Neovim and the
+// host.
+func (ce *chatEditor) pids() []int { return []int{ce.pid, ce.hostPID()} }
+
+// profileMiss repeats work under `perf record` of pids after a missed
+// target and adds the hottest symbols to sec.
+func (r *runner) profileMiss(ctx context.Context, sec *section, what string, pids []int, work func() error) {
+	if why, ok := r.perfUsable(); !ok {
+		sec.printf("No profile: %s.\n\n", why)
+		return
+	}
+	p, err := r.startProfile(what, pids...)
+	if err != nil {
+		sec.printf("No profile: %v.\n\n", err)
+		return
+	}
+	werr := work()
+	sec.printf("%s", p.stop(ctx))
+	if werr != nil {
+		sec.printf("(The profiled repeat failed: %v.)\n\n", werr)
+	}
+}
+
 // closeChat ends a chat (its CLI stops, its buffers go).
 func (ce *chatEditor) closeChat(ctx context.Context, id string) error {
 	return ce.exec(ctx, `require("claude.chat").close(require("claude.chat").get(...))`, nil, id)

@@ -302,5 +302,30 @@ func runChatLong(ctx context.Context, r *runner) (*section, error) {
 	sec.add(row{order: 22.1, num: "22", scenario: fmt.Sprintf("chat: typing in the prompt while an answer streams (%g deltas/s) into that transcript", ask.Rate),
 		figure: "key → screen", result: fmt.Sprintf("p99 %s (p50 %s)", fmtMS(ks.P99), fmtMS(ks.Median)),
 		spread: fmt.Sprintf("max %s, %d keys", fmtMS(ks.Max), ks.N), target: "p99 ≤ 16 ms", verdict: verdict(ks.P99 <= 16), ref: "—"})
+	if usable.median() > 300 {
+		sec.printf("**Resume missed 300 ms.** ")
+		r.profileMiss(ctx, sec, "Neovim and the host during a resume", ce.pids(), func() error {
+			if err := ce.closeChat(ctx, id); err != nil {
+				return err
+			}
+			if err := ce.exec(ctx, `vim.cmd("stopinsert")`, nil); err != nil {
+				return err
+			}
+			_, id, err = ce.resume(ctx, ls)
+			return err
+		})
+	}
+	if ks.P99 > 16 {
+		sec.printf("**Typing missed 16 ms.** ")
+		r.profileMiss(ctx, sec, "Neovim and the host while typing during a stream", ce.pids(), func() error {
+			if err := ce.exec(ctx, `local c = require("claude.chat").get(...)
+vim.api.nvim_buf_set_lines(c.pbuf, 0, -1, false, { "" })
+vim.cmd("startinsert")`, nil, id); err != nil {
+				return err
+			}
+			_, _, err := ce.typeWhileStreaming(ctx, id, ce.nextAsk(int(float64(keys)*0.1*200)+600, 200), keys, 100*time.Millisecond)
+			return err
+		})
+	}
 	return sec, nil
 }
