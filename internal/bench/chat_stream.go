@@ -153,11 +153,11 @@ func runChatStream(ctx context.Context, r *runner) (*section, error) {
 		"Each answer goes to a new chat (layout right, 80 columns), prompt focused, transcript following the end. At the "+
 		"end of each answer the transcript's answer block is compared with the text sent: every delta once, in order.\n\n",
 		chatCols, chatRows)
-	sec.printf("**Floor.** A Neovim without the plugin with the same UI and an 80-column window on the right holding a markdown "+
-		"buffer (wrap, linebreak): the bench appends the same tokens at the same rate, each with one `nvim_call_atomic` of "+
-		"`nvim_buf_set_text` at the end and `nvim_win_set_cursor` to the last line, timed from just before the call — the least "+
-		"any client can do to put a token on a Neovim screen. Both are highlighted the same way: the chat's transcript uses "+
-		"Vim's markdown syntax by default; at 200 deltas/s both sides are also measured with treesitter highlighting (the "+
+	sec.printf("**Floor.** A Neovim without the plugin with the same UI and an 80-column window on the right holding a markdown " +
+		"buffer (wrap, linebreak): the bench appends the same tokens at the same rate, each with one `nvim_call_atomic` of " +
+		"`nvim_buf_set_text` at the end and `nvim_win_set_cursor` to the last line, timed from just before the call — the least " +
+		"any client can do to put a token on a Neovim screen. Both are highlighted the same way: the chat's transcript uses " +
+		"Vim's markdown syntax by default; at 200 deltas/s both sides are also measured with treesitter highlighting (the " +
 		"markdown filetype's default in 0.12), which the chat gave up by default for what it costs (see below).\n\n")
 	sec.printf("Sides: %s; %s; %s; %s.\n\n", chat.desc, chatTS.desc, floor.desc, floorTS.desc)
 	sec.printf("| side | rate (deltas/s) | run | deltas | reached | p50 | p90 | p99 | max | scrolled past | transcript |\n")
