@@ -77,7 +77,12 @@ func runChatCPU(ctx context.Context, r *runner) (*section, error) {
 				fmtRatio(perDelta(pr.p)/perDelta(pr.f)), float64(pr.p.hostCPU)/1e3/float64(pr.p.ask.N))
 		}
 	}
-	sec.printf("\n")
+	sec.printf("\n**Reading it.** The chat pays, per write, the RPC call from the host, the Lua that renders the event (the " +
+		"bridge's JSON decode, the dispatch, the fold map, the follow of the window's cursor) and the redraw; the floor pays " +
+		"its call and the redraw per token. At 200 deltas/s the chat's 8 ms frame carries one or two deltas per write, so the " +
+		"two costs are close; at 2,000 it carries 16 and the chat needs a fraction of the floor's CPU (which also falls behind " +
+		"the rate: see \"reached\" in scenario 20). With treesitter both sides pay its re-parse at every write, several " +
+		"times the rest (which is why the transcript does without it by default).\n\n")
 	var missed []pairing
 	for j, pg := range pairings {
 		var p, f sample

@@ -152,7 +152,10 @@ func runChatMem(ctx context.Context, r *runner) (*section, error) {
 		sec.printf("| %s | %s | %s | %s | %d | %s |\n", p.name, fmtMB(float64(p.rss)), fmtMB(float64(p.peak)), fmtMB(float64(p.hwm)), p.samples, p.note)
 		worst = max(worst, p.hwm)
 	}
-	sec.printf("\n")
+	sec.printf("\nWhat a chat holds in the host while it streams: its session (the CLI's pipes and a line buffer), the events " +
+		"waiting for Lua (streamed text of one block merges into one event while Neovim is busy, so a slow Neovim grows a " +
+		"string, not a queue) and the turn's state; the rest of the growth under load is Go's heap reserve (GOGC's doubling of " +
+		"the live heap between collections).\n\n")
 	last := phases[len(phases)-1]
 	sec.add(row{order: 23, num: "23", scenario: fmt.Sprintf("chat: host memory, %d chats open and streaming (up to %g deltas/s each)", chats, loads[len(loads)-1].rate),
 		figure: "host VmHWM (VmRSS peak)", result: fmtMB(float64(worst)),
