@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 )
@@ -279,9 +280,15 @@ type contentBlock struct {
 }
 
 // parseContent reads a message content: a string or an array of blocks.
+// Its first byte says which (trying a string first would scan a whole
+// array of blocks once more only to fail: a resumed session's history is
+// megabytes of them).
 func parseContent(raw json.RawMessage) []contentBlock {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
+	if t := bytes.TrimLeft(raw, " \t\r\n"); len(t) > 0 && t[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return nil
+		}
 		return []contentBlock{{Type: "text", Text: s}}
 	}
 	var blocks []contentBlock

@@ -2,6 +2,7 @@ package chat
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -156,6 +157,12 @@ const maxTranscriptLine = 64 << 20
 
 // readTranscript calls fn for every entry of the transcript at path.
 func readTranscript(path string, fn func(e *transcriptEntry)) error {
+	return readTranscriptLines(path, nil, fn)
+}
+
+// readTranscriptLines calls fn for the entries of the transcript at path
+// whose line keep accepts (nil: all), decoding only those.
+func readTranscriptLines(path string, keep func(line []byte) bool, fn func(e *transcriptEntry)) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -164,6 +171,9 @@ func readTranscript(path string, fn func(e *transcriptEntry)) error {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), maxTranscriptLine)
 	for sc.Scan() {
+		if keep != nil && !keep(sc.Bytes()) {
+			continue
+		}
 		var e transcriptEntry
 		if json.Unmarshal(sc.Bytes(), &e) != nil {
 			continue // a torn last line, or a future format
@@ -293,7 +303,7 @@ func ReadHistory(configDir, cwd, sessionID string) ([]HistoryMessage, error) {
 	}
 	out := []HistoryMessage{}
 	lastID := ""
-	err := readTranscript(TranscriptPath(configDir, cwd, sessionID), func(e *transcriptEntry) {
+	err := readTranscriptLines(TranscriptPath(configDir, cwd, sessionID), messageLine, func(e *transcriptEntry) {
 		switch e.Type {
 		case "user":
 			if t := promptText(e); t != "" {
@@ -329,4 +339,13 @@ func ReadHistory(configDir, cwd, sessionID string) ([]HistoryMessage, error) {
 		return nil, fmt.Errorf("read history of %s: %w", sessionID, err)
 	}
 	return out, nil
+}
+
+// messageLine reports whether a transcript line may be a prompt or an
+// answer: one whose type is "user" or "assistant" holds that JSON string,
+// whatever its spacing; the other entries (API requests, snapshots,
+// attachments, queue operations: a fifth of a long session's bytes) are
+// not decoded.
+func messageLine(line []byte) bool {
+	return bytes.Contains(line, []byte(`"user"`)) || bytes.Contains(line, []byte(`"assistant"`))
 }

@@ -195,6 +195,36 @@ func TestListSessionsAndHistory(t *testing.T) {
 	}
 }
 
+// Prompts and answers are read whatever the JSON's spacing and whether
+// the content is a string or blocks; other entries are skipped unread.
+func TestHistoryContentForms(t *testing.T) {
+	cfg, cwd := t.TempDir(), "/work/proj"
+	p := TranscriptPath(cfg, cwd, "forms")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lines := []string{
+		`{"type":"api-request","params":{"model":"x"}}`,
+		`{ "type" : "user", "uuid" : "u1", "message" : { "role" : "user", "content" : "a plain string prompt" } }`,
+		`{"type": "assistant", "uuid": "a1", "message": {"id": "m1", "role": "assistant", "content":  [ {"type": "text", "text": "spaced blocks"} ]}}`,
+		`{"type":"assistant","uuid":"a2","message":{"id":"m2","role":"assistant","content":{"not":"a list"}}}`,
+	}
+	if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hist, err := ReadHistory(cfg, cwd, "forms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(hist)
+	if string(got) != `[{"role":"user","text":"a plain string prompt","uuid":"u1"},{"role":"assistant","text":"spaced blocks","uuid":"a1"},{"role":"assistant","text":"","uuid":"a2"}]` {
+		t.Errorf("history = %s", got)
+	}
+	if messageLine([]byte(lines[0])) || !messageLine([]byte(lines[1])) || !messageLine([]byte(lines[2])) {
+		t.Errorf("messageLine does not tell the entries apart")
+	}
+}
+
 func mustQuote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)

@@ -102,7 +102,7 @@ func (c *Panel) luaRequests() map[string]host.LuaRequest {
 		"chat_close":      host.Request("chat_close", c.handleClose),
 		"chat_list":       c.handleList,
 		"chat_sessions":   host.Request("chat_sessions", c.handleSessions),
-		"chat_history":    withChat(c, "chat_history", func(ch *chatProc, _ context.Context, _ idParams) (any, error) { return ch.handleHistory() }),
+		"chat_history":    host.Request("chat_history", c.handleHistory),
 		"chat_rewind":     withChat(c, "chat_rewind", func(ch *chatProc, _ context.Context, p rewindParams) (any, error) { return ch.handleRewind(p) }),
 		"chat_fork":       host.Request("chat_fork", c.handleFork),
 		"chat_plan":       withChat(c, "chat_plan", func(ch *chatProc, ctx context.Context, _ idParams) (any, error) { return ch.handlePlan(ctx) }),
@@ -1120,7 +1120,19 @@ func restoreFile(path string, data []byte) error {
 	return nil
 }
 
-func (ch *chatProc) handleHistory() (any, error) {
+// handleHistory answers chat_history. A resumed chat's messages are read
+// from its session's transcript while its CLI starts (Lua asks at once);
+// a fork's only once its CLI runs, as they stop where it was rewound.
+func (c *Panel) handleHistory(_ context.Context, p idParams) (any, error) {
+	ch, err := c.get(p.ID)
+	if err != nil {
+		return nil, err
+	}
+	if ch.params.Fork {
+		if err := ch.ready(); err != nil {
+			return nil, err
+		}
+	}
 	ch.mu.Lock()
 	resume, cut := ch.params.Resume, ch.forkCut
 	ch.mu.Unlock()

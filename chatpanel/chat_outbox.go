@@ -10,9 +10,16 @@ import (
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 )
 
-// chatCoalesce is how long a streamed text or thinking delta waits for
-// more of the same block before it goes to Lua.
-const chatCoalesce = 30 * time.Millisecond
+// chatFrame is the least time between two deliveries of streamed text or
+// thinking to Lua: a delta goes at once when the last one went at least a
+// frame ago, else it waits for the frame's end, and the deltas of the same
+// block that arrive meanwhile merge into it. Each delivery costs Neovim an
+// RPC call, the Lua rendering and a redraw of the transcript, whatever it
+// carries: at 200 deltas/s, one frame of 8 ms carries about two. 8 ms
+// keeps a delta's wait plus its rendering within a 60 Hz frame (16 ms);
+// a slower Neovim batches more by itself, as the next delivery only starts
+// when it has taken the last (benchmark 20–21 measure both sides).
+const chatFrame = 8 * time.Millisecond
 
 // chatEmitTimeout bounds one delivery attempt to Lua (a failed attempt is
 // retried: chat events are never dropped).
@@ -25,11 +32,17 @@ type outbox struct {
 	emit func(ctx context.Context, name string, data any) error
 	log  func(msg string, args ...any)
 
+	// lastDelta is when the last delta's delivery began (run's own).
+	lastDelta time.Time
+
 	mu      sync.Mutex
 	items   []*outItem
 	wake    chan struct{} // buffered 1
 	closing bool          // stop once drained
-	stop    chan struct{} // stop now
+	// stopped ends with halt: delivery stops now (an emit in flight is
+	// cancelled).
+	stopped context.Context
+	stop    context.CancelFunc
 	done    chan struct{}
 }
 
@@ -38,11 +51,12 @@ type outItem struct {
 	data  map[string]any
 	key   string // for deltas: event, message id and index
 	delta string
-	at    time.Time
 }
 
 func newOutbox(emit func(ctx context.Context, name string, data any) error, log func(string, ...any)) *outbox {
-	return &outbox{emit: emit, log: log, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	o := &outbox{emit: emit, log: log, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	o.stopped, o.stop = context.WithCancel(context.Background())
+	return o
 }
 
 func (o *outbox) start() { go o.run() }
@@ -72,7 +86,7 @@ func (o *outbox) pushDelta(name string, data map[string]any, key, delta string) 
 		o.mu.Unlock()
 		return
 	}
-	o.items = append(o.items, &outItem{name: name, data: data, key: key, delta: delta, at: time.Now()})
+	o.items = append(o.items, &outItem{name: name, data: data, key: key, delta: delta})
 	o.mu.Unlock()
 	o.signal()
 }
@@ -87,18 +101,13 @@ func (o *outbox) closeDrained() {
 
 // halt stops delivery now and waits for run to return.
 func (o *outbox) halt() {
-	o.mu.Lock()
-	select {
-	case <-o.stop:
-	default:
-		close(o.stop)
-	}
-	o.mu.Unlock()
+	o.stop()
 	<-o.done
 }
 
 func (o *outbox) run() {
 	defer close(o.done)
+	defer o.stop() // releases o.stopped once drained too
 	for {
 		o.mu.Lock()
 		var it *outItem
@@ -114,17 +123,18 @@ func (o *outbox) run() {
 			select {
 			case <-o.wake:
 				continue
-			case <-o.stop:
+			case <-o.stopped.Done():
 				return
 			}
 		}
 		if it.key != "" {
-			// Let more of the block arrive and merge into this item.
-			if wait := chatCoalesce - time.Since(it.at); wait > 0 {
+			// One delivery of streamed text per frame: more of the block
+			// merges into this item meanwhile.
+			if wait := chatFrame - time.Since(o.lastDelta); wait > 0 {
 				t := time.NewTimer(wait)
 				select {
 				case <-t.C:
-				case <-o.stop:
+				case <-o.stopped.Done():
 					t.Stop()
 					return
 				}
@@ -134,6 +144,7 @@ func (o *outbox) run() {
 		o.items = o.items[1:]
 		if it.key != "" {
 			it.data["delta"] = it.delta
+			o.lastDelta = time.Now()
 		}
 		o.mu.Unlock()
 		// it is out of the queue (nothing merges into it any more) but
@@ -155,25 +166,16 @@ const (
 // side failed on this very payload: logged and skipped), or the outbox
 // stops (false).
 func (o *outbox) deliver(it *outItem) bool {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-o.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	wait := chatRetryFirst
 	for attempt := 1; ; attempt++ {
-		ectx, ecancel := context.WithTimeout(ctx, chatEmitTimeout)
+		ectx, ecancel := context.WithTimeout(o.stopped, chatEmitTimeout)
 		err := o.emit(ectx, it.name, it.data)
 		ecancel()
 		if err == nil {
 			return true
 		}
 		select {
-		case <-o.stop:
+		case <-o.stopped.Done():
 			return false
 		default:
 		}
@@ -188,7 +190,7 @@ func (o *outbox) deliver(it *outItem) bool {
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
-		case <-o.stop:
+		case <-o.stopped.Done():
 			t.Stop()
 			return false
 		}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/nvim-claude/nvim-claude/app/core"
 	"github.com/nvim-claude/nvim-claude/app/host"
+	"github.com/nvim-claude/nvim-claude/chat"
 	"github.com/nvim-claude/nvim-claude/edtools"
 	"github.com/nvim-claude/nvim-claude/ide/editorcontext"
 	"github.com/nvim-claude/nvim-claude/internal/clienv"
@@ -650,6 +651,38 @@ func TestChatFlows(t *testing.T) {
 				t.Errorf("chat_list = %v", list)
 			}
 			h.call(t, "chat_close", map[string]any{"id": res["id"]})
+		}},
+		{"a resumed chat's history is there while its CLI starts; a fork's once it runs", func(t *testing.T, h *chatHarness, path string) {
+			script := filepath.Join(h.dir, "slow-claude")
+			if err := os.WriteFile(script, []byte("#!/bin/sh\nexec sleep 300\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			cfg := t.TempDir()
+			tp := chat.TranscriptPath(cfg, h.dir, "sess-early")
+			if err := os.MkdirAll(filepath.Dir(tp), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			entries := `{"type":"user","uuid":"u1","message":{"role":"user","content":[{"type":"text","text":"early prompt"}]}}
+{"type":"assistant","uuid":"a1","message":{"id":"msg_1","role":"assistant","content":[{"type":"text","text":"Early answer."}]}}
+`
+			if err := os.WriteFile(tp, []byte(entries), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			env := map[string]any{"CLAUDE_CONFIG_DIR": cfg}
+			res := h.call(t, "chat_open", map[string]any{"cwd": h.dir, "bin": script, "env": env, "resume": "sess-early"})
+			if res["state"] != "starting" {
+				t.Fatalf("chat_open = %v", res)
+			}
+			hist := h.call(t, "chat_history", map[string]any{"id": res["id"]})
+			if msgs, _ := hist["messages"].([]any); len(msgs) != 2 || msgs[1].(map[string]any)["text"] != "Early answer." {
+				t.Errorf("history while starting = %v", hist)
+			}
+			fork := h.call(t, "chat_open", map[string]any{"cwd": h.dir, "bin": script, "env": env, "resume": "sess-early", "fork": true})
+			if _, err := h.try("chat_history", map[string]any{"id": fork["id"]}); err == nil || !strings.Contains(err.Error(), "still starting") {
+				t.Errorf("a starting fork's history: %v, want an error", err)
+			}
+			h.call(t, "chat_close", map[string]any{"id": res["id"]})
+			h.call(t, "chat_close", map[string]any{"id": fork["id"]})
 		}},
 		{"two chats side by side", func(t *testing.T, h *chatHarness, path string) {
 			h.api.Script(fakeapi.Reply(fakeapi.Text("Answer one.")).Slow(30*time.Millisecond),

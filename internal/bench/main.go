@@ -315,5 +315,9 @@ func scenarios() []scenario {
 		{"1", "1–2: cursor moves: Neovim CPU and selection_changed latency", runCursor},
 		{"6", "6–7: getDiagnostics and getOpenEditors with 500 buffers", runContext},
 		{"3", "3–5, 10: openDiff, stalls, accept, memory", runDiff},
+		{"20", "20: chat: stream → screen, and no delta lost", runChatStream},
+		{"21", "21: chat: Neovim CPU per streamed delta", runChatCPU},
+		{"22", "22: chat: long sessions (resume, typing while streaming)", runChatLong},
+		{"23", "23: chat: host memory with 5 chats streaming", runChatMem},
 	}
 }

@@ -58,6 +58,7 @@
 ---@field prompt_height? number
 ---@field notify? boolean
 ---@field history_size? number
+---@field treesitter_max_lines? number
 ---@field keys? table<string, string>
 
 ---@class claude.Config.Diff
@@ -147,6 +148,10 @@ function M.defaults()
       prompt_height = 6,
       notify = true, -- vim.notify when a permission waits and the chat is hidden
       history_size = 100,
+      -- transcripts longer than this are highlighted with Vim's markdown
+      -- syntax, not treesitter (whose markdown parsing slows every edit:
+      -- the stream lags); 0: never treesitter
+      treesitter_max_lines = 0,
       keys = {
         send = "<C-s>", -- prompt, normal and insert mode (<CR> in normal mode too)
         interrupt = "<C-c>",
@@ -412,6 +417,14 @@ local schema = {
       },
       notify = { types = { "boolean" } },
       history_size = {
+        types = { "number" },
+        check = function(v)
+          if v < 0 then
+            return "must be 0 or more"
+          end
+        end,
+      },
+      treesitter_max_lines = {
         types = { "number" },
         check = function(v)
           if v < 0 then

@@ -180,7 +180,11 @@ local function refresh_header(chat)
   local name, rest = text:match("^(.-)( · .*)$")
   local bar = "%#ClaudeChatHeader#" .. (name and (name .. "%<" .. rest) or (text .. "%<"))
   for _, w in ipairs(vim.fn.win_findbuf(chat.tbuf)) do
-    set_local(w, "winbar", bar)
+    -- Every event comes here: setting 'winbar' redraws it, so only a
+    -- change is set.
+    if vim.wo[w].winbar ~= bar then
+      set_local(w, "winbar", bar)
+    end
   end
 end
 M.refresh_header = refresh_header
@@ -281,7 +285,7 @@ local TRANSCRIPT_WO = {
   { "list", false },
   { "spell", false },
   { "foldmethod", "expr" },
-  { "foldexpr", "v:lua.require'claude.chat.render'.foldexpr(v:lnum)" },
+  { "foldexpr", render.FOLDEXPR },
   { "foldtext", "v:lua.require'claude.chat.render'.foldtext()" },
   { "foldlevel", 0 },
   { "foldenable", true },
@@ -794,7 +798,11 @@ function M.open(o)
       return nil
     end
     chat = M._adopt(res)
-    if o.resume then
+    if o.resume and not o.fork then
+      -- The host reads a resumed session's messages while its CLI starts.
+      sessions.load_history(chat)
+    elseif o.resume then
+      -- A fork's history stops where its CLI was rewound: once it runs.
       M.when_ready(chat, function()
         sessions.load_history(chat)
       end)

@@ -1,32 +1,49 @@
 -- The chat transcript buffer: what the chat's events look like as text.
 --
 -- Every write goes through put(), which keeps a fold level per line beside
--- the buffer's lines (chat.levels). 'foldexpr' only reads that list: Neovim
--- evaluates it while nvim_buf_set_lines runs, so the levels must be right
+-- the buffer's lines (chat.levels: "0", ">1" or "1"). Neovim evaluates
+-- 'foldexpr' while nvim_buf_set_lines runs, so the levels must be right
 -- before the lines exist — extmarks placed afterwards would come too late.
 -- Thinking, tool calls and tool results are one closed fold each: their
 -- first line is the one-line summary, the rest expands with the fold.
+--
+-- 'foldexpr' is Vimscript reading a sparse map (b:claude_chat_folds, line
+-- number → level) whose default "=" continues the line above: only the
+-- lines where the level changes are in it (two per fold) and a checkpoint
+-- every 64 lines (see CHECKPOINT). Neovim evaluates
+-- 'foldexpr' for every line of the buffer when a window shows it and for
+-- every line written; a Lua foldexpr (v:lua) costs about 3 µs a line
+-- there, this one under 0.5 µs — the difference between a 100k-line
+-- resumed session showing at once or after a third of a second.
 local api = vim.api
 
 local M = {}
 
 M.ns = api.nvim_create_namespace("claude-chat")
 
--- chats by transcript buffer, for foldexpr (which runs in the window's
--- buffer and knows nothing else).
+--- The transcript windows' 'foldexpr' (see the header comment).
+M.FOLDEXPR = "get(b:claude_chat_folds, v:lnum, '=')"
+
+-- chats by transcript buffer, for M.foldexpr.
 local by_buf = {}
+
+local long_transcript -- (below)
 
 function M.attach(chat)
   by_buf[chat.tbuf] = chat
   chat.levels = chat.levels or { "0" }
+  chat.folds = chat.folds or {}
   chat.r = chat.r or { cur = nil, in_turn = false }
+  vim.b[chat.tbuf].claude_chat_folds = vim.empty_dict()
+  long_transcript(chat, api.nvim_buf_line_count(chat.tbuf))
 end
 
 function M.detach(buf)
   by_buf[buf] = nil
 end
 
---- 'foldexpr' of transcript windows.
+--- The fold level of line lnum of the current buffer's chat (what
+--- M.FOLDEXPR gives).
 function M.foldexpr(lnum)
   local chat = by_buf[api.nvim_get_current_buf()]
   if not chat then
@@ -71,6 +88,113 @@ local function followers(chat)
   return out
 end
 
+-- shift moves t[from..n] by d places (d may be negative), in place.
+local function shift(t, from, n, d)
+  if d > 0 then
+    for i = n, from, -1 do
+      t[i + d] = t[i]
+    end
+  elseif d < 0 then
+    for i = from, n do
+      t[i + d] = t[i]
+    end
+    for i = n + d + 1, n do
+      t[i] = nil
+    end
+  end
+end
+
+local DEPTH = { ["0"] = 0, ["1"] = 1, [">1"] = 1 }
+
+-- Every CHECKPOINT-th line has its level in the fold map even where "="
+-- would give it: to update the folds after a change, Neovim walks up from
+-- the change to a line whose level is not "=" (fold.c, foldUpdateIEMS),
+-- which without them is the top of a 100k-line transcript, at every
+-- streamed delta.
+local CHECKPOINT = 64
+
+-- fold_entry is line r's entry in the sparse fold map: its level where "="
+-- (the level of the line above) would not give it or at a checkpoint, else
+-- nil.
+local function fold_entry(levels, r)
+  local v = levels[r]
+  if v == nil or v == "0" and r == 1 then
+    return nil
+  end
+  if v == ">1" or r % CHECKPOINT == 0 or DEPTH[v] ~= DEPTH[levels[r - 1] or "0"] then
+    return v
+  end
+  return nil
+end
+
+-- set_levels puts the levels of rows [s, e) (0-based) replaced by #lv new
+-- ones into chat.levels and the sparse map b:claude_chat_folds, in place:
+-- an append costs what it appends, not the transcript's length.
+local function set_levels(chat, s, e, lv)
+  local levels, folds = chat.levels, chat.folds
+  local n = #levels
+  local d = #lv - (e - s)
+  shift(levels, e + 1, n, d)
+  for i, v in ipairs(lv) do
+    levels[s + i] = v
+  end
+  -- the map: entries below the change move with their lines; those of the
+  -- new lines and of the line after them are computed again
+  local changed = false
+  if d ~= 0 then
+    local moved = {}
+    for r, v in pairs(folds) do
+      if r > e then
+        moved[r + d] = v
+        changed = true
+      elseif r <= s then
+        moved[r] = v
+      else
+        changed = true
+      end
+    end
+    folds = moved
+    chat.folds = folds
+  end
+  for r = s + 1, s + #lv + 1 do
+    local v = fold_entry(levels, r)
+    if folds[r] ~= v then
+      folds[r] = v
+      changed = true
+    end
+  end
+  if changed then
+    local map = {}
+    for r, v in pairs(folds) do
+      map[tostring(r)] = v
+    end
+    vim.b[chat.tbuf].claude_chat_folds = next(map) and map or vim.empty_dict()
+  end
+end
+
+-- long_transcript makes a transcript that is to have n lines leave
+-- treesitter highlighting for Vim's markdown syntax once n passes
+-- chat.treesitter_max_lines (by default 0: from the start). Neovim's
+-- treesitter markdown re-parses the buffer at every edit, 3–5 ms a
+-- streamed delta here, more as the buffer grows (benchmarks 20–22: the
+-- stream lags tens of ms behind at 200 deltas/s, seconds in a long
+-- transcript), while the syntax is drawn from the lines on screen.
+function long_transcript(chat, n)
+  if chat.syntax_only then
+    return
+  end
+  local max = require("claude.config").options.chat.treesitter_max_lines
+  if type(max) ~= "number" or n <= max then
+    return
+  end
+  chat.syntax_only = true
+  local hl = package.loaded["vim.treesitter.highlighter"]
+  if hl and hl.active and hl.active[chat.tbuf] then
+    -- stop() gives the buffer back to 'syntax' (markdown)
+    pcall(vim.treesitter.stop, chat.tbuf)
+  end
+end
+
 -- put replaces rows [s, e) (0-based, end exclusive) with lines whose fold
 -- levels are levels (a list, or one value for all) and highlights hls (a
 -- group per line, or one group, or nil).
@@ -79,24 +203,14 @@ local function put(chat, s, e, lines, levels, hls)
   if not api.nvim_buf_is_valid(buf) then
     return
   end
+  long_transcript(chat, line_count(chat) + #lines - (e - s))
   local follow = followers(chat)
   local lv = {}
   for i = 1, #lines do
     lv[i] = type(levels) == "table" and (levels[i] or "0") or (levels or "0")
   end
   -- the levels first (see the header comment)
-  local old = chat.levels
-  local new = {}
-  for i = 1, s do
-    new[i] = old[i]
-  end
-  for _, v in ipairs(lv) do
-    table.insert(new, v)
-  end
-  for i = e + 1, #old do
-    table.insert(new, old[i])
-  end
-  chat.levels = new
+  set_levels(chat, s, e, lv)
   vim.bo[buf].modifiable = true
   api.nvim_buf_set_lines(buf, s, e, false, lines)
   vim.bo[buf].modifiable = false
@@ -279,19 +393,106 @@ function M.user(chat, d)
   end
 end
 
---- An earlier message of a resumed or forked session (chat_history).
-function M.history(chat, msg)
-  if msg.role == "user" then
-    M.user(chat, { uuid = msg.uuid, text = msg.text })
+-- The rows of the earlier messages of a resumed or forked session
+-- (chat_history) as M.user and the assistant's blocks show them, followed
+-- by a marker line: built in tables, then written in a few large pieces
+-- (M.prepend_history).
+local function history_rows(msgs)
+  local lines, hls, users = {}, {}, {}
+  local in_turn = false
+  local function add(l, hl)
+    lines[#lines + 1] = l
+    hls[#lines] = hl or false
+  end
+  for _, msg in ipairs(msgs) do
+    if msg.role == "user" then
+      in_turn = false
+      if #lines > 0 then
+        add("")
+      end
+      add("## You", "ClaudeChatUser")
+      if msg.uuid and msg.uuid ~= vim.NIL then
+        table.insert(users, { row = #lines, uuid = msg.uuid, text = msg.text })
+      end
+      for _, l in ipairs(split(msg.text)) do
+        add(l)
+      end
+    else
+      if not in_turn then
+        in_turn = true
+        add("## Claude", "ClaudeChatAssistant")
+      end
+      if msg.text and msg.text ~= "" then
+        for _, l in ipairs(split(msg.text)) do
+          add(l)
+        end
+      end
+      for _, t in ipairs(msg.tools or {}) do
+        add("● " .. tostring(t), "ClaudeChatTool")
+      end
+    end
+  end
+  add("")
+  add("─ earlier messages above ─", "ClaudeChatMeta")
+  return lines, hls, users
+end
+
+-- Rows written at once when history is prepended: more than a screen
+-- shows, so the end of the history is there when the call returns; the
+-- rest follows in pieces of PREPEND_SLICE rows, each its own main-loop
+-- event (a timer), so that keys typed meanwhile and redraws go between
+-- them.
+local PREPEND_FIRST = 1500
+local PREPEND_SLICE = 5000
+
+--- Puts the earlier messages msgs (chat_history) above everything in the
+--- transcript: its last PREPEND_FIRST rows now, the rest in the
+--- background, top last. on_done (optional) runs when all are in.
+function M.prepend_history(chat, msgs, on_done)
+  local lines, hls, users = history_rows(msgs)
+  local buf = chat.tbuf
+  -- rows [i, j] of the history (1-based) go to the top of the buffer
+  local function write(i, j)
+    local sub_lines, sub_hls = {}, {}
+    for k = i, j do
+      sub_lines[#sub_lines + 1] = lines[k]
+      sub_hls[#sub_hls + 1] = hls[k]
+    end
+    put(chat, 0, empty(chat) and 1 or 0, sub_lines, "0", sub_hls)
+    for _, u in ipairs(users) do
+      if u.row >= i and u.row <= j then
+        table.insert(chat.users, { mark = M.mark(chat, u.row - i), uuid = u.uuid, text = u.text })
+      end
+    end
+  end
+  local n = #lines
+  local first = math.max(1, n - PREPEND_FIRST + 1)
+  write(first, n)
+  if first == 1 then
+    if on_done then
+      on_done()
+    end
     return
   end
-  turn_header(chat)
-  if msg.text and msg.text ~= "" then
-    M.append(chat, split(msg.text), "0")
+  local function more(j)
+    if by_buf[buf] ~= chat or not api.nvim_buf_is_valid(buf) then
+      return -- the chat is gone
+    end
+    local i = math.max(1, j - PREPEND_SLICE + 1)
+    write(i, j)
+    if i == 1 then
+      if on_done then
+        on_done()
+      end
+      return
+    end
+    vim.defer_fn(function()
+      more(i - 1)
+    end, 0)
   end
-  for _, t in ipairs(msg.tools or {}) do
-    M.append(chat, { "● " .. tostring(t) }, "0", "ClaudeChatTool")
-  end
+  vim.defer_fn(function()
+    more(first - 1)
+  end, 0)
 end
 
 function M.tool_use(chat, d)

@@ -80,21 +80,21 @@ function M.pick(cwd)
   end)
 end
 
---- Renders the earlier messages of a resumed or forked chat.
+--- Renders the earlier messages of a resumed or forked chat. The host
+--- reads them off the main loop (a long session's transcript is megabytes)
+--- while Neovim goes on; they go above whatever the transcript shows by
+--- then, a long history filling in from its end (render.prepend_history).
 function M.load_history(chat)
-  local res = request("chat_history", { id = chat.id })
-  if not res then
-    return
-  end
-  local msgs = res.messages or {}
-  if #msgs == 0 then
-    return
-  end
-  for _, m in ipairs(msgs) do
-    render.history(chat, m)
-  end
-  render.append(chat, { "", "─ earlier messages above ─" }, "0", { false, "ClaudeChatMeta" })
-  chat.r.in_turn = false
+  require("claude.server").request_async("chat_history", { id = chat.id }, function(res, err)
+    if not res then
+      notify(err or "nvim-claude: chat_history: no answer from the host", vim.log.levels.ERROR)
+      return
+    end
+    local msgs = res.messages or {}
+    if #msgs > 0 and api.nvim_buf_is_valid(chat.tbuf) then
+      render.prepend_history(chat, msgs)
+    end
+  end)
 end
 
 -- message_at: the user message at or above the cursor of the transcript.
