@@ -995,8 +995,11 @@ function M._dispatch(chat, event, d)
       util.notify(string.format("nvim-claude: the Claude CLI of chat %s exited (code %s)", chat.id, tostring(d.code)), vim.log.levels.WARN)
     end
   end
-  -- lifecycle and unknown events change nothing on screen
-  refresh_header(chat)
+  -- lifecycle and unknown events change nothing on screen; streamed text
+  -- (most events by far) nothing in the header
+  if event ~= "text" and event ~= "thinking" then
+    refresh_header(chat)
+  end
 end
 
 --- Receives the Go host's "chat.<event>" events.

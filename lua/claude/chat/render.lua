@@ -139,9 +139,10 @@ local function set_levels(chat, s, e, lv)
     levels[s + i] = v
   end
   -- the map: entries below the change move with their lines; those of the
-  -- new lines and of the line after them are computed again
+  -- new lines and of the line after them are computed again (at the end
+  -- of the buffer, where streaming writes, that is all there is to do)
   local changed = false
-  if d ~= 0 then
+  if d ~= 0 and not (e == n and d >= -1) then
     local moved = {}
     for r, v in pairs(folds) do
       if r > e then
