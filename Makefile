@@ -71,7 +71,7 @@ test-latest: build
 
 # Benchmarks (issue 6): Go micro-benchmarks, and scripted scenarios against a
 # headless Neovim 0.12 running $(BIN), each compared with a floor measured in
-# the same run; rewrites BENCHMARKS.md (about 5 minutes on 2 cores). It
+# the same run; rewrites BENCHMARKS.md (about 15 minutes on 2 cores). It
 # reports: a missed target never fails it, a broken scenario does. With perf
 # installed, a missed target comes with a profile.
 #   make bench BENCHFLAGS='-only 3 -out -'   one scenario, printed
