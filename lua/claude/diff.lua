@@ -122,8 +122,12 @@ local function refresh_counter(d, o, say)
   if not ok then
     return
   end
-  d.counter = text
-  show_hint(d, o)
+  -- (runs on every cursor move in the proposal: the winbar is set only
+  -- when its text changes)
+  if text ~= d.counter or not d.counter_shown then
+    d.counter, d.counter_shown = text, true
+    show_hint(d, o)
+  end
   if say and vim.fn.has("nvim-0.8") == 0 then
     api.nvim_echo({ { ("nvim-claude: " .. text):sub(1, math.max(vim.o.columns - 12, 20)), "Comment" } }, false, {})
   end

@@ -55,7 +55,7 @@ function M.starts(d)
   if d.hunk_tick == tick then
     return d.hunk_starts
   end
-  d.hunk_tick, d.hunk_starts = tick, nil
+  d.hunk_tick, d.hunk_starts, d.hunk_set = tick, nil, nil
   local size = api.nvim_buf_call(d.prop_buf, function()
     return vim.fn.line2byte(vim.fn.line("$") + 1)
   end)
@@ -73,6 +73,10 @@ function M.starts(d)
     table.insert(starts, h[4] > 0 and h[3] or h[3] + 1)
   end
   d.hunk_starts = starts
+  d.hunk_set = {}
+  for _, l in ipairs(starts) do
+    d.hunk_set[l] = true
+  end
   return starts
 end
 
@@ -123,14 +127,10 @@ local function cursor_line(d)
 end
 
 -- accepted_count counts the marks still at a hunk's start.
-local function accepted_count(d, starts)
-  local set = {}
-  for _, l in ipairs(starts) do
-    set[l] = true
-  end
+local function accepted_count(d)
   local n = 0
   for _, m in ipairs(api.nvim_buf_get_extmarks(d.prop_buf, ns, 0, -1, {})) do
-    if set[m[2] + 1] then
+    if d.hunk_set[m[2] + 1] then
       n = n + 1
     end
   end
@@ -158,7 +158,7 @@ function M.counter(d)
     "hunk %s/%d · %d accepted · %d rejected",
     i > 0 and tostring(i) or "–",
     #starts + rejected,
-    accepted_count(d, starts),
+    accepted_count(d),
     rejected
   )
 end
@@ -181,14 +181,26 @@ local function next_hunk(d, from)
   end)
 end
 
+-- target is the proposal line under the cursor and the first line of its
+-- hunk, or nil when the cursor is not on a change.
+local function target(d)
+  local l = cursor_line(d)
+  local start = hunk_start(d, l)
+  if not start then
+    return nil
+  end
+  return l, start
+end
+
+local OFF_CHANGE = "the cursor is not on a change"
+
 --- Rejects the hunk under the cursor: the current text goes back into the
 --- proposal (:diffget, undoable). Returns nil, or a message when the cursor
 --- is not on a change.
 function M.reject(d)
-  local l = cursor_line(d)
-  local start = hunk_start(d, l)
-  if not start then
-    return "the cursor is not on a change"
+  local l, start = target(d)
+  if not l then
+    return OFF_CHANGE
   end
   api.nvim_win_call(d.prop_win, function()
     api.nvim_win_set_cursor(0, { l, 0 })
@@ -202,10 +214,9 @@ end
 --- Accepts the hunk under the cursor: it is marked (✓ in the sign column)
 --- and kept; the cursor moves to the next hunk. Returns nil or a message.
 function M.accept(d)
-  local l = cursor_line(d)
-  local start = hunk_start(d, l)
-  if not start then
-    return "the cursor is not on a change"
+  local l, start = target(d)
+  if not l then
+    return OFF_CHANGE
   end
   local starts = M.starts(d)
   if starts then
