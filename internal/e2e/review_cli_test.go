@@ -1,0 +1,136 @@
+//go:build unix
+
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nvim-claude/nvim-claude/internal/fakeapi"
+)
+
+// reviewItem is one item of require("claude.review").items().
+type reviewItem struct {
+	Session  string `json:"session"`
+	Label    string `json:"label"`
+	Path     string `json:"path"`
+	Status   string `json:"status"`
+	Added    int    `json:"added"`
+	Removed  int    `json:"removed"`
+	Reviewed bool   `json:"reviewed"`
+	Line     int    `json:"line"`
+}
+
+// reviewList runs :ClaudeReview (args) and waits until the list shows n
+// files.
+func reviewList(t *testing.T, s *session, args string, n int) map[string]reviewItem {
+	t.Helper()
+	var before int
+	s.Eval(t, `return require("claude.review")._listed()`, &before)
+	s.Exec(t, `vim.cmd("ClaudeReview `+args+`")`)
+	s.WaitFor(t, 30*time.Second, `require("claude.review")._listed() > `+diffItoa(before)+` and #require("claude.review").items() == `+diffItoa(n)+` and #vim.fn.getqflist() == `+diffItoa(n),
+		`return { items = require("claude.review").items(), qf = vim.fn.getqflist({ title = 0 }) }`, "the review list")
+	var items []reviewItem
+	s.Eval(t, `return require("claude.review").items()`, &items)
+	out := map[string]reviewItem{}
+	for _, it := range items {
+		out[filepath.Base(it.Path)] = it
+	}
+	return out
+}
+
+// In acceptEdits mode the CLI writes without asking the IDE: a turn that
+// edits two files (one in two places) and creates a third is listed by
+// :ClaudeReview with exactly those three and their counts; reverting one
+// hunk puts back exactly its lines; the next turn starts a new list.
+func TestCLIReviewQueueAcceptEdits(t *testing.T) {
+	aText := "one\ntwo\nthree\nfour\nfive\nsix\nseven\n"
+	bText := "alpha\nbeta\n"
+	s := startSession(t, sessionOpts{permissionMode: "acceptEdits", files: map[string]string{"a.txt": aText, "b.txt": bText}})
+	a, b, c := filepath.Join(s.project, "a.txt"), filepath.Join(s.project, "b.txt"), filepath.Join(s.project, "c.txt")
+	s.api.Script(
+		fakeapi.Reply(fakeapi.ToolUse("Read", map[string]any{"file_path": a})),
+		fakeapi.Reply(fakeapi.ToolUse("Edit", map[string]any{"file_path": a, "old_string": "two", "new_string": "TWO"})),
+		fakeapi.Reply(fakeapi.ToolUse("Edit", map[string]any{"file_path": a, "old_string": "six\n", "new_string": "SIX\nsix and a half\n"})),
+		fakeapi.Reply(fakeapi.ToolUse("Read", map[string]any{"file_path": b})),
+		fakeapi.Reply(fakeapi.ToolUse("Edit", map[string]any{"file_path": b, "old_string": "beta", "new_string": "BETA"})),
+		fakeapi.Reply(fakeapi.ToolUse("Write", map[string]any{"file_path": c, "content": "new\nfile\n"})),
+		fakeapi.Reply(fakeapi.Text("All three done.")),
+	)
+	s.submit(t, "change the files")
+	s.waitScreen(t, 60*time.Second, "All three done.")
+	// The statusline count and the event come without asking.
+	s.WaitFor(t, 30*time.Second, `require("claude.review").statusline() == "3 to review"`,
+		`return require("claude.review").statusline()`, "the statusline count")
+
+	items := reviewList(t, s, "", 3)
+	var names []string
+	for n := range items {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if strings.Join(names, ",") != "a.txt,b.txt,c.txt" {
+		t.Fatalf("listed %v, want a.txt, b.txt, c.txt", names)
+	}
+	for _, tt := range []struct {
+		name           string
+		status         string
+		added, removed int
+	}{
+		{"a.txt", "modified", 3, 2},
+		{"b.txt", "modified", 1, 1},
+		{"c.txt", "new", 2, 0},
+	} {
+		it := items[tt.name]
+		if it.Status != tt.status || it.Added != tt.added || it.Removed != tt.removed || it.Reviewed || !strings.HasPrefix(it.Label, "session ") {
+			t.Errorf("%s: %+v, want %s +%d -%d, not reviewed, named by its session", tt.name, it, tt.status, tt.added, tt.removed)
+		}
+	}
+
+	// The diff of a.txt against its baseline; revert the second hunk only.
+	s.Exec(t, `local r = require("claude.review")
+for _, it in ipairs(r.items()) do if it.path == ... then r.open_diff(it) end end`, a)
+	var diffWins int
+	s.Eval(t, `local n = 0 for _, w in ipairs(vim.api.nvim_tabpage_list_wins(0)) do if vim.wo[w].diff then n = n + 1 end end return n`, &diffWins)
+	if diffWins != 2 {
+		t.Fatalf("%d diff windows in the review tab, want 2", diffWins)
+	}
+	s.Exec(t, `vim.api.nvim_win_set_cursor(0, { 7, 0 }) vim.cmd("normal gr")`)
+	want := "one\nTWO\nthree\nfour\nfive\nsix\nseven\n"
+	var got string
+	s.Eval(t, `return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n") .. "\n"`, &got)
+	if got != want {
+		t.Fatalf("after reverting the second hunk the buffer is %q, want %q", got, want)
+	}
+	// Undoable, as a buffer change is.
+	s.Exec(t, `vim.cmd("undo")`)
+	s.Eval(t, `return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n") .. "\n"`, &got)
+	if got != "one\nTWO\nthree\nfour\nfive\nSIX\nsix and a half\nseven\n" {
+		t.Fatalf("undo left %q", got)
+	}
+	s.Exec(t, `vim.cmd("redo") vim.cmd("write")`)
+	if disk, _ := os.ReadFile(a); string(disk) != want {
+		t.Fatalf("a.txt on disk %q, want %q", disk, want)
+	}
+	items = reviewList(t, s, "", 3)
+	if it := items["a.txt"]; it.Added != 1 || it.Removed != 1 {
+		t.Fatalf("a.txt after the revert: %+v, want +1 -1", it)
+	}
+
+	// The next turn starts a new list.
+	s.Exec(t, `vim.cmd("tabclose")`)
+	s.api.Script(fakeapi.Reply(fakeapi.Text("Nothing to change.")))
+	s.submit(t, "and now nothing")
+	s.waitScreen(t, 60*time.Second, "Nothing to change.")
+	s.WaitFor(t, 30*time.Second, `require("claude.review").statusline() == ""`,
+		`return require("claude.review").statusline()`, "the count of the new turn")
+	reviewList(t, s, "", 0)
+	// The session still has them.
+	if got := reviewList(t, s, "session", 3); got["a.txt"].Added != 1 {
+		t.Fatalf("the session's a.txt: %+v", got["a.txt"])
+	}
+}
