@@ -45,7 +45,8 @@ type Queue struct {
 	sessions map[string]*sessionState
 	opts     host.ReviewOptions
 
-	// The poller's own state (only its goroutine touches tails and primed).
+	// The poller's own state: setOptions's first scan, then only the
+	// poll goroutine touches tails and primed.
 	tails  map[string]*tail
 	primed map[string]bool
 
@@ -91,6 +92,9 @@ func (q *Queue) setOptions(o host.Options) {
 		return
 	}
 	q.start.Do(func() {
+		// The first look is here, so that what the transcripts hold now
+		// is history before anything can append to them.
+		q.scan()
 		q.wg.Add(1)
 		go q.poll()
 	})
@@ -111,12 +115,12 @@ func (q *Queue) poll() {
 	t := time.NewTicker(pollEvery)
 	defer t.Stop()
 	for {
-		q.scan()
 		select {
 		case <-q.stop:
 			return
 		case <-t.C:
 		}
+		q.scan()
 	}
 }
 

@@ -27,7 +27,7 @@ type reviewItem struct {
 
 // reviewList runs :ClaudeReview (args) and waits until the list shows n
 // files.
-func reviewList(t *testing.T, s *session, args string, n int) map[string]reviewItem {
+func reviewList(t *testing.T, s *editor, args string, n int) map[string]reviewItem {
 	t.Helper()
 	var before int
 	s.Eval(t, `return require("claude.review")._listed()`, &before)
@@ -67,7 +67,7 @@ func TestCLIReviewQueueAcceptEdits(t *testing.T) {
 	s.WaitFor(t, 30*time.Second, `require("claude.review").statusline() == "3 to review"`,
 		`return require("claude.review").statusline()`, "the statusline count")
 
-	items := reviewList(t, s, "", 3)
+	items := reviewList(t, s.editor, "", 3)
 	var names []string
 	for n := range items {
 		names = append(names, n)
@@ -116,7 +116,7 @@ for _, it in ipairs(r.items()) do if it.path == ... then r.open_diff(it) end end
 	if disk, _ := os.ReadFile(a); string(disk) != want {
 		t.Fatalf("a.txt on disk %q, want %q", disk, want)
 	}
-	items = reviewList(t, s, "", 3)
+	items = reviewList(t, s.editor, "", 3)
 	if it := items["a.txt"]; it.Added != 1 || it.Removed != 1 {
 		t.Fatalf("a.txt after the revert: %+v, want +1 -1", it)
 	}
@@ -128,9 +128,46 @@ for _, it in ipairs(r.items()) do if it.path == ... then r.open_diff(it) end end
 	s.waitScreen(t, 60*time.Second, "Nothing to change.")
 	s.WaitFor(t, 30*time.Second, `require("claude.review").statusline() == ""`,
 		`return require("claude.review").statusline()`, "the count of the new turn")
-	reviewList(t, s, "", 0)
+	reviewList(t, s.editor, "", 0)
 	// The session still has them.
-	if got := reviewList(t, s, "session", 3); got["a.txt"].Added != 1 {
+	if got := reviewList(t, s.editor, "session", 3); got["a.txt"].Added != 1 {
 		t.Fatalf("the session's a.txt: %+v", got["a.txt"])
 	}
+}
+
+// The chat's turns feed the queue too: an edit in acceptEdits mode is
+// listed with its session, reverting the file puts the baseline back on
+// disk, User ClaudeReviewChanged fires, and the chat's next turn starts a
+// new list.
+func TestChatCLIReviewQueue(t *testing.T) {
+	s := startChatSession(t, map[string]string{"hello.txt": chatFileText}, "")
+	file := filepath.Join(s.project, "hello.txt")
+	s.Exec(t, `_G.review_events = {}
+vim.api.nvim_create_autocmd("User", { pattern = "ClaudeReviewChanged", callback = function(ev)
+  table.insert(_G.review_events, ev.data or {}) end })`)
+	s.focus(t, "1", "p")
+	s.feed(t, "<S-Tab>")
+	s.WaitFor(t, 10*time.Second, `require("claude.chat").get("1").mode == "acceptEdits"`,
+		`return { require("claude.chat").get("1").mode, _G.notes }`, "the chat in acceptEdits")
+	s.scriptEdit(file, "beta", "BETA", "Applied.")
+	s.send(t, "1", "make beta loud")
+	s.waitFile(t, file, "alpha\nBETA\ngamma\n")
+	s.waitTurns(t, 1)
+	s.WaitFor(t, 30*time.Second, `require("claude.review").count() == 1 and #_G.review_events > 0 and _G.review_events[#_G.review_events].count == 1`,
+		`return { count = require("claude.review").count(), events = _G.review_events }`, "User ClaudeReviewChanged with one file to review")
+
+	items := reviewList(t, s.editor, "", 1)
+	it, ok := items["hello.txt"]
+	if !ok || it.Status != "modified" || it.Added != 1 || it.Removed != 1 || !strings.HasPrefix(it.Label, "session ") {
+		t.Fatalf("listed %+v, want hello.txt modified +1 -1 named by its session", items)
+	}
+	s.Exec(t, `local r = require("claude.review") r.revert_file(r.items()[1])`)
+	s.waitFile(t, file, chatFileText)
+
+	s.api.Script(fakeapi.Reply(fakeapi.Text("Nothing more.")))
+	s.send(t, "1", "anything else?")
+	s.waitTurns(t, 2)
+	s.WaitFor(t, 30*time.Second, `require("claude.review").count() == 0`,
+		`return require("claude.review").count()`, "the new turn's empty list")
+	reviewList(t, s.editor, "", 0)
 }
