@@ -171,3 +171,57 @@ vim.api.nvim_create_autocmd("User", { pattern = "ClaudeReviewChanged", callback 
 		`return require("claude.review").count()`, "the new turn's empty list")
 	reviewList(t, s.editor, "", 0)
 }
+
+// Part 1 in the chat's diff review: ga/gr work in the diff a chat's Edit
+// permission opens, and an allow from the chat carries them — the
+// hunks the user rejected stay out of the file; with every hunk rejected
+// the allow is a "no".
+func TestChatCLIDiffHunks(t *testing.T) {
+	s := startChatSession(t, map[string]string{"hello.txt": "alpha\nbeta\ngamma\ndelta\n"}, "")
+	file := filepath.Join(s.project, "hello.txt")
+	for _, tt := range []struct {
+		name   string
+		reject []int // proposal lines to press gr on
+		want   string
+		done   string
+	}{
+		{"one of two rejected", []int{1}, "alpha\nbeta\nGAMMA\ndelta\n", "One kept."},
+		{"both rejected", []int{1, 3}, "alpha\nbeta\nGAMMA\ndelta\n", "Both refused."},
+	} {
+		before, _ := os.ReadFile(file)
+		old, repl := "alpha\nbeta\ngamma", "ALPHA\nbeta\nGAMMA"
+		if tt.name == "both rejected" {
+			old, repl = "alpha\nbeta\nGAMMA\ndelta", "ALPHA\nbeta\nGAMMA\nDELTA"
+		}
+		s.api.Script(
+			fakeapi.Reply(fakeapi.ToolUse("Read", map[string]any{"file_path": file})),
+			fakeapi.Reply(fakeapi.ToolUse("Edit", map[string]any{"file_path": file, "old_string": old, "new_string": repl})),
+			fakeapi.Reply(fakeapi.Text(tt.done)),
+		)
+		s.send(t, "1", tt.name)
+		s.WaitFor(t, 60*time.Second, `#require("claude.diff").pending() == 1`, `return { require("claude.diff").pending(), _G.notes }`, tt.name+": the diff review")
+		var d []pendingDiff
+		s.Eval(t, `return require("claude.diff").pending()`, &d)
+		for _, l := range tt.reject {
+			line := l
+			if tt.name == "both rejected" && l == 3 {
+				line = 4
+			}
+			s.Exec(t, `local buf, line = ...
+vim.api.nvim_set_current_win(vim.fn.win_findbuf(buf)[1])
+vim.api.nvim_win_set_cursor(0, { line, 0 }) vim.cmd("normal gr")`, d[0].ProposalBuf, line)
+		}
+		// Answer from the chat, not from the diff.
+		s.focus(t, "1", "t")
+		s.feed(t, "a")
+		s.waitTranscript(t, "1", tt.done)
+		if tt.name == "both rejected" {
+			s.mainRequestWith(t, "rejected every hunk")
+			if got, _ := os.ReadFile(file); string(got) != string(before) {
+				t.Fatalf("%s: the file changed to %q", tt.name, got)
+			}
+			continue
+		}
+		s.waitFile(t, file, tt.want)
+	}
+}
