@@ -123,6 +123,16 @@ for _, it in ipairs(r.items()) do if it.path == ... then r.open_diff(it) end end
 
 	// The next turn starts a new list.
 	s.Exec(t, `vim.cmd("tabclose")`)
+	var tabs int
+	s.Eval(t, `return #vim.api.nvim_list_tabpages()`, &tabs)
+	if tabs != 1 || len(s.Lines(t, s.st.Terminal.Bufnr)) == 0 {
+		t.Fatalf("%d tabs after closing the review's", tabs)
+	}
+	var termShown bool
+	s.Eval(t, `return #vim.fn.win_findbuf(...) == 1`, &termShown, s.st.Terminal.Bufnr)
+	if !termShown {
+		t.Fatal("the CLI's terminal is not shown after the review tab closed")
+	}
 	s.api.Script(fakeapi.Reply(fakeapi.Text("Nothing to change.")))
 	s.submit(t, "and now nothing")
 	s.waitScreen(t, 60*time.Second, "Nothing to change.")

@@ -97,12 +97,22 @@ local function set_qf(replace)
   end
 end
 
+-- The panel's window in the current tab (never another tab's: commands
+-- must not jump between tabs).
 local function panel_win()
   if not (state.panel and api.nvim_buf_is_valid(state.panel)) then
     return nil
   end
-  local wins = vim.fn.win_findbuf(state.panel)
-  return wins[1]
+  for _, w in ipairs(api.nvim_tabpage_list_wins(0)) do
+    if api.nvim_win_get_buf(w) == state.panel then
+      return w
+    end
+  end
+end
+
+-- Whether the panel shows in any tab.
+local function panel_shown()
+  return state.panel and api.nvim_buf_is_valid(state.panel) and #vim.fn.win_findbuf(state.panel) > 0
 end
 
 local function render_panel()
@@ -457,7 +467,7 @@ function M._on_event(ev, data)
   if ev == "changed" then
     state.count = data and data.count or 0
     util.emit("ClaudeReviewChanged", { count = state.count })
-    if panel_win() or qf_is_ours() then
+    if panel_shown() or qf_is_ours() then
       refresh()
     end
   end
