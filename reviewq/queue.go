@@ -49,6 +49,7 @@ type Queue struct {
 	// poll goroutine touches tails and primed.
 	tails  map[string]*tail
 	primed map[string]bool
+	dirs   []string // the primed directories, in order
 
 	start sync.Once
 	stop  chan struct{}
@@ -139,18 +140,34 @@ func (q *Queue) transcriptDir() string {
 	return filepath.Join(o.ConfigDir, "projects", projectDirName(cwd))
 }
 
-// scan reads what the transcripts gained. A directory's files that exist
-// when it is first looked at are history: only what they gain counts.
+// scan reads what the transcripts gained: those of the workspace's
+// directory now and of every one it had (a session started before a :cd
+// goes on in its own). A directory's files that exist when it is first
+// looked at are history: only what they gain counts.
 func (q *Queue) scan() {
-	dir := q.transcriptDir()
-	if dir == "" {
-		return
+	if dir := q.transcriptDir(); dir != "" && !q.primed[dir] {
+		q.primed[dir] = true
+		q.dirs = append(q.dirs, dir)
+		q.scanDir(dir, true)
 	}
+	changed := false
+	for _, dir := range q.dirs {
+		if q.scanDir(dir, false) {
+			changed = true
+		}
+	}
+	if changed {
+		q.emitChanged()
+	}
+}
+
+// scanDir reads what dir's transcripts gained and reports whether the
+// queue changed; first: the directory is new to us, and what its files
+// hold now is history.
+func (q *Queue) scanDir(dir string, first bool) bool {
 	ents, err := os.ReadDir(dir)
-	first := !q.primed[dir]
-	q.primed[dir] = true
 	if err != nil {
-		return
+		return false
 	}
 	changed := false
 	for _, e := range ents {
@@ -176,9 +193,7 @@ func (q *Queue) scan() {
 			}
 		}
 	}
-	if changed {
-		q.emitChanged()
-	}
+	return changed
 }
 
 // apply takes one transcript line and reports whether the queue changed.
@@ -496,6 +511,13 @@ func (q *Queue) handleRevertFile(_ context.Context, r revertRef) (any, error) {
 	base, res, isNew, err := q.texts(r.ref)
 	if err != nil {
 		return nil, err
+	}
+	if _, err := os.Stat(r.Path); errors.Is(err, os.ErrNotExist) {
+		if isNew {
+			return nil, fmt.Errorf("%s is gone already", r.Path)
+		}
+		// Who deleted it is not known: restoring it could undo yours.
+		return nil, fmt.Errorf("%s is gone: its text before the turn is the left side of its diff (<CR> in :ClaudeReview), to restore by hand", r.Path)
 	}
 	if r.Lines == nil {
 		r.Lines = []string{}

@@ -52,6 +52,7 @@ type claudeHunk struct {
 	h        hunk // A: baseline, B: Claude's result
 	cur0     int  // its first line in the current text
 	conflict *hunk
+	reverted bool // the user's change there put the baseline back already
 }
 
 // overlaps reports whether the user's hunk u (A: result, B: current)
@@ -74,7 +75,11 @@ func locate(base, res, cur []string) []claudeHunk {
 		for i := range user {
 			u := user[i]
 			if overlaps(u, h.B0, h.B1) {
-				ch.conflict = &user[i]
+				if u.A0 == h.B0 && u.A1 == h.B1 && equal(cur[u.B0:u.B1], base[h.A0:h.A1]) {
+					ch.reverted = true
+				} else {
+					ch.conflict = &user[i]
+				}
 				break
 			}
 			if u.A1 <= h.B0 {
@@ -101,6 +106,9 @@ func lineRange(a, b int) string {
 func revertHunk(base, res, cur []string, line int) (Edit, error) {
 	hs := locate(base, res, cur)
 	for _, c := range hs {
+		if c.reverted {
+			continue
+		}
 		if c.conflict != nil {
 			u := *c.conflict
 			if line >= u.B0 && line < max(u.B1, u.B0+1) {
@@ -130,6 +138,9 @@ func revertAll(base, res, cur []string) ([]Edit, error) {
 	var edits []Edit
 	for i := len(hs) - 1; i >= 0; i-- {
 		c := hs[i]
+		if c.reverted {
+			continue
+		}
 		if c.conflict != nil {
 			u := *c.conflict
 			return nil, fmt.Errorf("%s changed after Claude's edit: reverting the whole file would lose your change; revert hunk by hunk, or by hand",
@@ -138,6 +149,18 @@ func revertAll(base, res, cur []string) ([]Edit, error) {
 		edits = append(edits, Edit{Start: c.cur0, End: c.cur0 + c.h.B1 - c.h.B0, Lines: base[c.h.A0:c.h.A1]})
 	}
 	return edits, nil
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // counts are the lines added and removed from a to b.

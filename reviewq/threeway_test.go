@@ -139,6 +139,7 @@ func TestRevertAll(t *testing.T) {
 		{"untouched", res, base, ""},
 		{"user line kept", "A\nb\nmine\nc\nD\nE\n", "a\nb\nmine\nc\nd\n", ""},
 		{"conflict refused", "A\nb\nc\nD!\nE\n", "", "changed after Claude's edit"},
+		{"a hunk reverted already is skipped", "a\nb\nc\nD\nE\n", base, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

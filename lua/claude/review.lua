@@ -231,7 +231,27 @@ end
 --- :ClaudeReview [session]: lists the files Claude changed in the current
 --- turn (or the session) in the quickfix list and the panel.
 ---@param scope string? "turn" (default) or "session"
+local augroup
+
+-- Counts are of the file on disk: a write of a listed file lists again.
+local function watch_writes()
+  if augroup then
+    return
+  end
+  augroup = api.nvim_create_augroup("nvim-claude-review", { clear = true })
+  api.nvim_create_autocmd("BufWritePost", {
+    group = augroup,
+    desc = "nvim-claude: the review queue's counts follow a write",
+    callback = function(ev)
+      if find(api.nvim_buf_get_name(ev.buf)) and (panel_shown() or qf_is_ours()) then
+        refresh()
+      end
+    end,
+  })
+end
+
 function M.open(scope)
+  watch_writes()
   scope = (scope == nil or scope == "") and "turn" or scope
   if scope ~= "turn" and scope ~= "session" then
     util.notify("nvim-claude: :ClaudeReview takes no argument or `session`, not " .. scope, vim.log.levels.ERROR)
