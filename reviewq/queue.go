@@ -31,6 +31,7 @@ type entry struct {
 // sessionState is what the queue knows of one CLI session.
 type sessionState struct {
 	id    string
+	kind  string // terminal, chat or session (not known)
 	turn  string // the turn now (the latest prompt)
 	turns []string
 }
@@ -206,8 +207,14 @@ func (q *Queue) apply(line []byte) bool {
 	defer q.mu.Unlock()
 	s := q.sessions[r.SessionID]
 	if s == nil {
-		s = &sessionState{id: r.SessionID}
+		s = &sessionState{id: r.SessionID, kind: "session"}
 		q.sessions[r.SessionID] = s
+	}
+	switch {
+	case r.Entrypoint == "cli":
+		s.kind = "terminal"
+	case strings.HasPrefix(r.Entrypoint, "sdk"):
+		s.kind = "chat"
 	}
 	turn := r.PromptID
 	if turn == "" && r.isPrompt() {
@@ -343,12 +350,12 @@ type List struct {
 	Count int        `json:"count"` // not reviewed
 }
 
-// sessionLabel names a session by the start of its id.
-func sessionLabel(id string) string {
+// sessionLabel names a session by its kind and the start of its id.
+func sessionLabel(kind, id string) string {
 	if len(id) > 8 {
 		id = id[:8]
 	}
-	return "session " + id
+	return kind + " " + id
 }
 
 // current reads the file now; nil when it does not exist.
@@ -374,13 +381,19 @@ func (q *Queue) handleList(_ context.Context, r ref) (any, error) {
 	q.mu.Lock()
 	items := q.itemsLocked(r.Scope)
 	snaps := make([]item, len(items))
+	labels := make([]string, len(items))
 	for i, it := range items {
 		snaps[i] = *it
+		kind := "session"
+		if s := q.sessions[it.session]; s != nil {
+			kind = s.kind
+		}
+		labels[i] = sessionLabel(kind, it.session)
 	}
 	q.mu.Unlock()
 	out := List{Scope: r.Scope, Items: []ListItem{}}
-	for _, it := range snaps {
-		li := ListItem{Session: it.session, Label: sessionLabel(it.session), Path: it.path, Reviewed: it.reviewed, Line: 1,
+	for i, it := range snaps {
+		li := ListItem{Session: it.session, Label: labels[i], Path: it.path, Reviewed: it.reviewed, Line: 1,
 			Denied: q.h.Workspace().Boundary().Denied(it.path)}
 		cur, err := current(it.path)
 		if err != nil {

@@ -27,6 +27,7 @@ type record struct {
 	PromptID    string `json:"promptId"`
 	IsSidechain bool   `json:"isSidechain"`
 	IsMeta      bool   `json:"isMeta"`
+	Entrypoint  string `json:"entrypoint"` // "cli": a terminal; "sdk-cli": a chat (stream-json)
 	Message     struct {
 		Content json.RawMessage `json:"content"`
 	} `json:"message"`

@@ -40,7 +40,7 @@ func startReviewRig(t *testing.T, files map[string]string) *reviewRig {
 
 // write puts files on disk as Claude's tools did, then appends the
 // records to session's transcript.
-func (r *reviewRig) write(t *testing.T, session string, disk map[string]string, records ...map[string]any) {
+func (r *reviewRig) write(t *testing.T, session, entrypoint string, disk map[string]string, records ...map[string]any) {
 	t.Helper()
 	for name, content := range disk {
 		if err := os.WriteFile(filepath.Join(r.dir, name), []byte(content), 0o644); err != nil {
@@ -58,6 +58,7 @@ func (r *reviewRig) write(t *testing.T, session string, disk map[string]string, 
 	for _, rec := range records {
 		rec["sessionId"] = session
 		rec["type"] = "user"
+		rec["entrypoint"] = entrypoint
 		b, _ := json.Marshal(rec)
 		if _, err := f.Write(append(b, '\n')); err != nil {
 			t.Fatal(err)
@@ -90,13 +91,13 @@ func (r *reviewRig) lastNote(t *testing.T) string {
 func TestReviewQueuePanelAndThreeWay(t *testing.T) {
 	r := startReviewRig(t, map[string]string{"a.txt": "1\n2\n3\n4\n5\n"})
 	a, fresh, bin := filepath.Join(r.dir, "a.txt"), filepath.Join(r.dir, "fresh.txt"), filepath.Join(r.dir, "pic.bin")
-	r.write(t, "11111111-aaaa", map[string]string{"a.txt": "1\nTWO\n3\n4\nFIVE\n", "fresh.txt": "n\n"},
+	r.write(t, "11111111-aaaa", "cli", map[string]string{"a.txt": "1\nTWO\n3\n4\nFIVE\n", "fresh.txt": "n\n"},
 		prompt("p1"),
 		toolResult("p1", map[string]any{"filePath": a, "oldString": "2", "newString": "TWO", "originalFile": "1\n2\n3\n4\n5\n"}),
 		toolResult("p1", map[string]any{"filePath": a, "oldString": "5", "newString": "FIVE", "originalFile": "1\nTWO\n3\n4\n5\n"}),
 		toolResult("p1", map[string]any{"type": "create", "filePath": fresh, "content": "n\n", "originalFile": nil}),
 	)
-	r.write(t, "22222222-bbbb", map[string]string{"pic.bin": "PNG\x00\x01"},
+	r.write(t, "22222222-bbbb", "sdk-cli", map[string]string{"pic.bin": "PNG\x00\x01"},
 		prompt("q1"),
 		toolResult("q1", map[string]any{"type": "create", "filePath": bin, "content": "PNG\x00\x01", "originalFile": nil}),
 	)
@@ -104,7 +105,7 @@ func TestReviewQueuePanelAndThreeWay(t *testing.T) {
 		`return { require("claude.review").statusline(), _G.notes }`, "three files to review")
 	items := reviewList(t, r.editor, "", 3)
 	for name, want := range map[string]string{
-		"a.txt": "modified +2 -2 session 11111111", "fresh.txt": "new +1 -0 session 11111111", "pic.bin": "binary +0 -0 session 22222222",
+		"a.txt": "modified +2 -2 terminal 11111111", "fresh.txt": "new +1 -0 terminal 11111111", "pic.bin": "binary +0 -0 chat 22222222",
 	} {
 		it := items[name]
 		if got := it.Status + " +" + diffItoa(it.Added) + " -" + diffItoa(it.Removed) + " " + it.Label; got != want {
@@ -113,7 +114,7 @@ func TestReviewQueuePanelAndThreeWay(t *testing.T) {
 	}
 	var panel []string
 	r.Eval(t, `return vim.api.nvim_buf_get_lines(0, 0, -1, false)`, &panel)
-	if len(panel) != 3 || !strings.Contains(strings.Join(panel, "\n"), "[ ] B binary · session 22222222  pic.bin") {
+	if len(panel) != 3 || !strings.Contains(strings.Join(panel, "\n"), "[ ] B binary · chat 22222222  pic.bin") {
 		t.Fatalf("the panel reads %q", panel)
 	}
 
@@ -123,6 +124,15 @@ func TestReviewQueuePanelAndThreeWay(t *testing.T) {
 vim.cmd("normal gm")`, a)
 	r.WaitFor(t, 30*time.Second, `require("claude.review").statusline() == "2 to review"`,
 		`return { require("claude.review").items(), _G.notes }`, "a.txt marked reviewed")
+
+	// ]r in the panel opens the next file not reviewed.
+	r.Exec(t, `vim.cmd("normal ]r")`)
+	var name string
+	r.Eval(t, `return vim.api.nvim_buf_get_name(0)`, &name)
+	if name != fresh {
+		t.Fatalf("]r from a.txt (reviewed) opened %q, want fresh.txt", name)
+	}
+	r.Exec(t, `vim.cmd("tabclose")`)
 
 	// The binary file is listed, not diffed.
 	r.Exec(t, `local rv = require("claude.review")

@@ -471,7 +471,8 @@ function M.next(dir)
   for step = 1, n do
     local j = ((i - 1 + dir * step) % n) + 1
     local it = state.items[j]
-    if it and not it.reviewed and j ~= i then
+    -- a binary file has no diff to go to: mark it in the panel
+    if it and not it.reviewed and it.status ~= "binary" and j ~= i then
       if diff_ctx() then
         vim.cmd("tabclose")
       end
