@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// text is a file's text as lines, the way a buffer holds them: no line
+// splitText is a file's text as lines, the way a buffer holds them: no line
 // ends, "\r" dropped from a CRLF file.
 func splitText(s string) []string {
 	if s == "" {
@@ -161,13 +161,4 @@ func equal(a, b []string) bool {
 		}
 	}
 	return true
-}
-
-// counts are the lines added and removed from a to b.
-func counts(a, b []string) (added, removed int) {
-	for _, h := range diffLines(a, b) {
-		added += h.B1 - h.B0
-		removed += h.A1 - h.A0
-	}
-	return added, removed
 }

@@ -48,10 +48,10 @@ type writeResult struct {
 
 // change is one write of Claude's the transcript told of.
 type change struct {
-	session, turn string
-	path          string
-	before        *string // nil: the file did not exist
-	after         *string // nil: read the file (the record does not say)
+	session string
+	path    string
+	before  *string // nil: the file did not exist
+	after   *string // nil: read the file (the record does not say)
 }
 
 // isPrompt reports a user record that is a prompt, not a tool's result.
@@ -77,7 +77,7 @@ func (r *record) isPrompt() bool {
 	return true
 }
 
-// parseChange reads a write of Claude's from a record, if it is one.
+// change reads a write of Claude's from a record, if it is one.
 func (r *record) change() (change, bool) {
 	if r.Type != "user" || len(r.ToolUseResult) == 0 || r.ToolUseResult[0] != '{' {
 		return change{}, false
