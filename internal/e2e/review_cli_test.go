@@ -242,3 +242,25 @@ vim.api.nvim_win_set_cursor(0, { line, 0 }) vim.cmd("normal gr")`, d[0].Proposal
 		s.waitFile(t, file, tt.want)
 	}
 }
+
+// In default mode an accepted diff lands in the queue too, as accepted:
+// with the user's own tweak of the proposal (the CLI records it as
+// userModified, and the queue reads the file for it).
+func TestCLIReviewQueueAcceptedDiff(t *testing.T) {
+	s := startDiffSession(t, `, review = { panel_height = 0 }`)
+	s.scriptEdit(s.file, "beta", "BETA", "Edited.")
+	s.submit(t, "make_beta_loud")
+	d := s.waitDiff(t)
+	want := "alpha\nBETA\ngamma (tweaked)\ndelta\n"
+	s.Exec(t, `vim.api.nvim_set_current_win(vim.fn.win_findbuf(...)[1])
+vim.api.nvim_buf_set_lines(0, 2, 3, false, { "gamma (tweaked)" })
+vim.cmd("write")`, d.ProposalBuf)
+	s.waitFileText(t, want)
+	s.waitScreen(t, 30*time.Second, "Edited.")
+	s.WaitFor(t, 30*time.Second, `require("claude.review").count() == 1`,
+		`return require("claude.review").count()`, "the accepted diff in the queue")
+	items := reviewList(t, s.editor, "", 1)
+	if it := items["hello.txt"]; it.Status != "modified" || it.Added != 2 || it.Removed != 2 {
+		t.Fatalf("hello.txt listed as %+v, want modified +2 -2", it)
+	}
+}
