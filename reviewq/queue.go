@@ -49,8 +49,8 @@ type Queue struct {
 	// The poller's own state: setOptions's first scan, then only the
 	// poll goroutine touches tails and primed.
 	tails  map[string]*tail
-	primed map[string]bool
-	dirs   []string // the primed directories, in order
+	primed map[string]bool // by project path
+	dirs   []string        // the primed project paths, in order
 
 	start sync.Once
 	stop  chan struct{}
@@ -126,8 +126,10 @@ func (q *Queue) poll() {
 	}
 }
 
-// transcriptDir is where the sessions of the workspace keep transcripts.
-func (q *Queue) transcriptDir() string {
+// projectPaths are the paths the workspace's sessions may be filed under:
+// its directory, and the same with its symbolic links resolved (the CLI
+// may use either); "" without a config directory.
+func (q *Queue) projectPaths() (projects string, paths []string) {
 	q.mu.Lock()
 	o := q.opts
 	q.mu.Unlock()
@@ -136,24 +138,53 @@ func (q *Queue) transcriptDir() string {
 		cwd = o.Cwd
 	}
 	if o.ConfigDir == "" || cwd == "" {
-		return ""
+		return "", nil
 	}
-	return filepath.Join(o.ConfigDir, "projects", projectDirName(cwd))
+	paths = []string{cwd}
+	if real, err := filepath.EvalSymlinks(cwd); err == nil && real != cwd {
+		paths = append(paths, real)
+	}
+	return filepath.Join(o.ConfigDir, "projects"), paths
+}
+
+// maxProjectName is the longest project directory name the CLI uses as
+// it is; a longer one is cut there and given a hash of the path.
+const maxProjectName = 200
+
+// projectDir is the directory of cwd's transcripts under projects.
+func projectDir(projects, cwd string) string {
+	name := projectDirName(cwd)
+	if len(name) <= maxProjectName {
+		return filepath.Join(projects, name)
+	}
+	prefix := name[:maxProjectName]
+	if ents, err := os.ReadDir(projects); err == nil {
+		for _, e := range ents {
+			if e.IsDir() && strings.HasPrefix(e.Name(), prefix) {
+				return filepath.Join(projects, e.Name())
+			}
+		}
+	}
+	return filepath.Join(projects, name) // not there yet: looked for again
 }
 
 // scan reads what the transcripts gained: those of the workspace's
 // directory now and of every one it had (a session started before a :cd
-// goes on in its own). A directory's files that exist when it is first
-// looked at are history: only what they gain counts.
+// goes on in its own). What a project's directory holds when the queue
+// first looks is history: only what it gains counts (all of it when the
+// directory comes later).
 func (q *Queue) scan() {
-	if dir := q.transcriptDir(); dir != "" && !q.primed[dir] {
-		q.primed[dir] = true
-		q.dirs = append(q.dirs, dir)
-		q.scanDir(dir, true)
+	projects, paths := q.projectPaths()
+	for _, p := range paths {
+		if !q.primed[p] {
+			q.primed[p] = true
+			q.dirs = append(q.dirs, p)
+			q.scanDir(projectDir(projects, p), true)
+		}
 	}
 	changed := false
-	for _, dir := range q.dirs {
-		if q.scanDir(dir, false) {
+	for _, p := range q.dirs {
+		if q.scanDir(projectDir(projects, p), false) {
 			changed = true
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -166,6 +167,35 @@ func TestQueuePollsTranscripts(t *testing.T) {
 		}
 		if len(got) > 1 || time.Now().After(deadline) {
 			t.Fatalf("listed %+v, want a.txt of S1 alone (the old session's file is history)", got)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A project path too long for a directory name is filed under its first
+// 200 characters and a hash; that directory, made after the queue first
+// looked, is found and read whole.
+func TestQueueLongProjectPath(t *testing.T) {
+	cfg, files := t.TempDir(), t.TempDir()
+	cwd := "/" + strings.Repeat("long-directory/", 20)
+	q := newTestQueue(t)
+	q.setOptions(host.Options{Review: host.ReviewOptions{ConfigDir: cfg, Cwd: cwd}})
+	dir := filepath.Join(cfg, "projects", projectDirName(cwd)[:maxProjectName]+"-1a2b3c")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(files, "f.txt")
+	if err := os.WriteFile(f, []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lines := promptLine("S", "p") + "\n" + createLine("S", "p", f, "x\n") + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "s.jsonl"), []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for len(list(t, q, "turn")) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the session filed under the cut name was never read")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
