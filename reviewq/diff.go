@@ -25,6 +25,11 @@ func diffLines(a, b []string) []hunk {
 	return out
 }
 
+// maxEdits bounds Myers' search: beyond this many inserted and deleted
+// lines the texts differ throughout, and the middle (between the common
+// start and end) is one hunk. The walk keeps O(maxEdits²) numbers.
+const maxEdits = 1000
+
 // myers diffs a and b with Myers' algorithm, keeping each round's
 // frontier to walk the edit script back.
 func myers(a, b []string) []hunk {
@@ -35,15 +40,15 @@ func myers(a, b []string) []hunk {
 	if n == 0 || m == 0 {
 		return []hunk{{0, n, 0, m}}
 	}
-	max := n + m
-	off := max
-	v := make([]int, 2*max+2)
+	limit := min(n+m, maxEdits)
+	off := n + m
+	v := make([]int, 2*off+2)
+	// trace[d] is v[off-d-1 .. off+d+1] as it was before round d.
 	var trace [][]int
 	found := false
-	for d := 0; d <= max && !found; d++ {
-		snap := make([]int, len(v))
-		copy(snap, v)
-		trace = append(trace, snap)
+	for d := 0; d <= limit && !found; d++ {
+		lo, hi := max(off-d-1, 0), min(off+d+2, len(v))
+		trace = append(trace, append([]int(nil), v[lo:hi]...))
 		for k := -d; k <= d; k += 2 {
 			var x int
 			if k == -d || (k != d && v[off+k-1] < v[off+k+1]) {
@@ -63,8 +68,11 @@ func myers(a, b []string) []hunk {
 			}
 		}
 	}
-	// Walk back from (n, m): round d's frontier (trace[d], as it was
-	// before round d) names the point each snake started from.
+	if !found {
+		return []hunk{{0, n, 0, m}}
+	}
+	// Walk back from (n, m): round d's frontier names the point each
+	// snake started from.
 	type edit struct {
 		del  bool // a[x] deleted; else b[y] inserted before a[x]
 		x, y int
@@ -72,15 +80,16 @@ func myers(a, b []string) []hunk {
 	var edits []edit
 	x, y := n, m
 	for d := len(trace) - 1; d >= 0; d-- {
-		vv := trace[d]
+		lo := max(off-d-1, 0)
+		at := func(k int) int { return trace[d][off+k-lo] }
 		k := x - y
 		var pk int
-		if k == -d || (k != d && vv[off+k-1] < vv[off+k+1]) {
+		if k == -d || (k != d && at(k-1) < at(k+1)) {
 			pk = k + 1
 		} else {
 			pk = k - 1
 		}
-		px := vv[off+pk]
+		px := at(pk)
 		py := px - pk
 		for x > px && y > py {
 			x--

@@ -3,6 +3,7 @@ package reviewq
 import (
 	"math/rand"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -161,5 +162,23 @@ func TestRevertAll(t *testing.T) {
 				t.Fatalf("got %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// Texts that differ throughout are one hunk past maxEdits (the search
+// stays bounded); a small change in a large file stays exact.
+func TestDiffLinesLarge(t *testing.T) {
+	var a, b, c []string
+	for i := 0; i < 3000; i++ {
+		a = append(a, "a"+strconv.Itoa(i))
+		b = append(b, "b"+strconv.Itoa(i))
+		c = append(c, "a"+strconv.Itoa(i))
+	}
+	if got := diffLines(a, b); !reflect.DeepEqual(got, []hunk{{0, 3000, 0, 3000}}) {
+		t.Fatalf("all different: %v", got)
+	}
+	c[100], c[2900] = "changed", "changed too"
+	if got := diffLines(a, c); !reflect.DeepEqual(got, []hunk{{100, 101, 100, 101}, {2900, 2901, 2900, 2901}}) {
+		t.Fatalf("two lines changed: %v", got)
 	}
 }
