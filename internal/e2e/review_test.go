@@ -171,4 +171,9 @@ for _, it in ipairs(rv.items()) do if it.path == ... then rv.revert_file(it) end
 	if _, err := os.Stat(fresh); !os.IsNotExist(err) {
 		t.Fatalf("fresh.txt after its revert: %v; notes %v", err, r.notes(t))
 	}
+
+	// The queue lives in the host: :ClaudeStop empties it.
+	r.Exec(t, `vim.cmd("ClaudeStop")`)
+	r.WaitFor(t, 30*time.Second, `require("claude.review").statusline() == "" and #require("claude.review").items() == 0`,
+		`return { require("claude.review").statusline(), require("claude.review").items() }`, "the queue to go with the host")
 }

@@ -483,6 +483,19 @@ function M.next(dir)
   util.notify("nvim-claude: no other file to review")
 end
 
+--- The host stopped: its queue went with it.
+function M.detach()
+  local had = state.count > 0 or #state.items > 0
+  state.count, state.items = 0, {}
+  render_panel()
+  if qf_is_ours() then
+    set_qf(true)
+  end
+  if had then
+    util.emit("ClaudeReviewChanged", { count = 0 })
+  end
+end
+
 --- Events of the Go host: "changed" when the queue changes.
 function M._on_event(ev, data)
   if ev == "changed" then
