@@ -52,9 +52,10 @@ type Queue struct {
 	primed map[string]bool // by project path
 	dirs   []string        // the primed project paths, in order
 
-	start sync.Once
-	stop  chan struct{}
-	wg    sync.WaitGroup
+	started time.Time // a subagent transcript last written before is history
+	start   sync.Once
+	stop    chan struct{}
+	wg      sync.WaitGroup
 }
 
 // New makes the review queue feature. It starts reading transcripts once
@@ -64,7 +65,7 @@ func New(h host.Host) *Queue {
 		h: h, log: h.Logger().With("feature", "reviewq"),
 		sessions: map[string]*sessionState{},
 		tails:    map[string]*tail{}, primed: map[string]bool{},
-		stop: make(chan struct{}),
+		stop: make(chan struct{}), started: time.Now(),
 	}
 }
 
@@ -207,29 +208,60 @@ func (q *Queue) scanDir(dir string, first bool) bool {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())
-		fi, err := e.Info()
-		if err != nil {
-			continue
+		if q.scanFile(p, e, first, false) {
+			changed = true
 		}
-		t := q.tails[p]
-		if t == nil {
-			t = &tail{}
-			if first {
-				t.off = fi.Size()
+		// A session we saw write or prompt has its subagents' transcripts
+		// in <session>/subagents/: their writes are the session's, in its
+		// turn. Those written before the queue started are history.
+		if t := q.tails[p]; t != nil && t.live {
+			subdir := filepath.Join(dir, strings.TrimSuffix(e.Name(), ".jsonl"), "subagents")
+			subs, err := os.ReadDir(subdir)
+			if err != nil {
+				continue
 			}
-			q.tails[p] = t
-		}
-		for _, line := range t.readNew(p, fi.Size()) {
-			if q.apply(line) {
-				changed = true
+			for _, se := range subs {
+				if se.IsDir() || !strings.HasSuffix(se.Name(), ".jsonl") {
+					continue
+				}
+				if q.scanFile(filepath.Join(subdir, se.Name()), se, false, true) {
+					changed = true
+				}
 			}
 		}
 	}
 	return changed
 }
 
+// scanFile reads what one transcript gained; history: what it holds when
+// first seen is not read; a subagent's file when it was last written
+// before the queue started is history too.
+func (q *Queue) scanFile(p string, e os.DirEntry, history, sidechain bool) bool {
+	fi, err := e.Info()
+	if err != nil {
+		return false
+	}
+	t := q.tails[p]
+	if t == nil {
+		t = &tail{}
+		// (File times come from a coarse clock: a margin.)
+		if history || (sidechain && fi.ModTime().Before(q.started.Add(-2*time.Second))) {
+			t.off = fi.Size()
+		}
+		q.tails[p] = t
+	}
+	changed := false
+	for _, line := range t.readNew(p, fi.Size()) {
+		t.live = true
+		if q.apply(line, sidechain) {
+			changed = true
+		}
+	}
+	return changed
+}
+
 // apply takes one transcript line and reports whether the queue changed.
-func (q *Queue) apply(line []byte) bool {
+func (q *Queue) apply(line []byte, sidechain bool) bool {
 	var r record
 	if json.Unmarshal(line, &r) != nil || r.SessionID == "" || r.Type != "user" {
 		return false
@@ -252,7 +284,9 @@ func (q *Queue) apply(line []byte) bool {
 		turn = r.UUID
 	}
 	newTurn := false
-	if turn != "" && turn != s.turn && (r.isPrompt() || r.PromptID != "") {
+	// A subagent's records name prompts of its own: the turn is its
+	// session's.
+	if !sidechain && turn != "" && turn != s.turn && (r.isPrompt() || r.PromptID != "") {
 		s.turn = turn
 		s.turns = append(s.turns, turn)
 		newTurn = true

@@ -105,7 +105,7 @@ func TestQueueTurns(t *testing.T) {
 			}
 		}
 		for _, l := range st.lines {
-			q.apply([]byte(l))
+			q.apply([]byte(l), false)
 		}
 		got := list(t, q, st.scope)
 		if len(got) != len(st.want) {
@@ -196,6 +196,54 @@ func TestQueueLongProjectPath(t *testing.T) {
 	for len(list(t, q, "turn")) != 1 {
 		if time.Now().After(deadline) {
 			t.Fatal("the session filed under the cut name was never read")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A subagent's writes (its transcript in <session>/subagents/, as CLI
+// 2.1.331 files it: isSidechain, the session's id, a prompt id of its own)
+// are the session's, in the session's turn.
+func TestQueueSubagentWrites(t *testing.T) {
+	cfg, proj := t.TempDir(), t.TempDir()
+	dir := filepath.Join(cfg, "projects", projectDirName(proj))
+	a, sub := filepath.Join(proj, "a.txt"), filepath.Join(proj, "sub.txt")
+	for p, s := range map[string]string{a: "new\n", sub: "from sub\n"} {
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := newTestQueue(t)
+	q.setOptions(host.Options{Review: host.ReviewOptions{ConfigDir: cfg, Cwd: proj}})
+	if err := os.MkdirAll(filepath.Join(dir, "S1", "subagents"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	main := promptLine("S1", "p1") + "\n" + editLine("S1", "p1", a, "old\n", "old", "new") + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "S1.jsonl"), []byte(main), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	side := func(l string) string {
+		var m map[string]any
+		_ = json.Unmarshal([]byte(l), &m)
+		m["isSidechain"] = true
+		b, _ := json.Marshal(m)
+		return string(b)
+	}
+	subLines := side(promptLine("S1", "agent-own-prompt")) + "\n" + side(createLine("S1", "agent-own-prompt", sub, "from sub\n")) + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "S1", "subagents", "agent-1.jsonl"), []byte(subLines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got := list(t, q, "turn")
+		if len(got) == 2 {
+			if got["a.txt@S1"].Status != "modified" || got["sub.txt@S1"].Status != "new" {
+				t.Fatalf("listed %+v", got)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("listed %+v, want a.txt and the subagent's sub.txt in S1's turn", got)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

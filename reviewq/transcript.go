@@ -122,6 +122,7 @@ func (r *record) change() (change, bool) {
 type tail struct {
 	off  int64
 	part []byte // an unfinished last line
+	live bool   // a line was read from it since the queue started
 }
 
 // readNew reads what was appended to path since t.off and returns its
