@@ -177,3 +177,33 @@ for _, it in ipairs(rv.items()) do if it.path == ... then rv.revert_file(it) end
 	r.WaitFor(t, 30*time.Second, `require("claude.review").statusline() == "" and #require("claude.review").items() == 0`,
 		`return { require("claude.review").statusline(), require("claude.review").items() }`, "the queue to go with the host")
 }
+
+// A CRLF file without an end of line at its end: the baseline shows as
+// lines (no "\r"), a hunk revert puts back exactly its line, and the
+// write keeps the file's line ends and (with 'nofixendofline': Neovim's
+// own default adds it on any write) its missing last one.
+func TestReviewQueueCRLFNoEOL(t *testing.T) {
+	base := "one\r\ntwo\r\nthree"
+	res := "one\r\nTWO\r\nthree"
+	r := startReviewRig(t, map[string]string{"w.txt": base})
+	w := filepath.Join(r.dir, "w.txt")
+	r.write(t, "33333333-cccc", "cli", map[string]string{"w.txt": res},
+		prompt("p1"),
+		toolResult("p1", map[string]any{"filePath": w, "oldString": "two", "newString": "TWO", "originalFile": base}),
+	)
+	r.WaitFor(t, 30*time.Second, `require("claude.review").count() == 1`, `return _G.notes`, "the CRLF file in the queue")
+	items := reviewList(t, r.editor, "", 1)
+	if it := items["w.txt"]; it.Added != 1 || it.Removed != 1 {
+		t.Fatalf("w.txt: %+v, want +1 -1", it)
+	}
+	r.Exec(t, `local rv = require("claude.review") rv.open_diff(rv.items()[1])`)
+	var left []string
+	r.Eval(t, `vim.cmd("wincmd h") local l = vim.api.nvim_buf_get_lines(0, 0, -1, false) vim.cmd("wincmd l") return l`, &left)
+	if strings.Join(left, "|") != "one|two|three" {
+		t.Fatalf("the baseline side reads %q", left)
+	}
+	r.Exec(t, `vim.api.nvim_win_set_cursor(0, { 2, 0 }) vim.cmd("normal gr") vim.bo.fixeol = false vim.cmd("write")`)
+	if got, _ := os.ReadFile(w); string(got) != base {
+		t.Fatalf("w.txt after reverting the hunk and :w: %q, want %q; notes %v", got, base, r.notes(t))
+	}
+}
