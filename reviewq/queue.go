@@ -30,10 +30,9 @@ type entry struct {
 
 // sessionState is what the queue knows of one CLI session.
 type sessionState struct {
-	id    string
-	kind  string // terminal, chat or session (not known)
-	turn  string // the turn now (the latest prompt)
-	turns []string
+	id   string
+	kind string // terminal, chat or session (not known)
+	turn string // the turn now (the latest prompt)
 }
 
 // Queue is the review queue feature.
@@ -266,6 +265,21 @@ func (q *Queue) apply(line []byte, sidechain bool) bool {
 	if json.Unmarshal(line, &r) != nil || r.SessionID == "" || r.Type != "user" {
 		return false
 	}
+	turn := r.PromptID
+	prompt := r.isPrompt()
+	if turn == "" && prompt {
+		turn = r.UUID
+	}
+	c, isChange := r.change()
+	after := ""
+	if isChange {
+		// Outside the lock: a file read.
+		if c.after != nil {
+			after = *c.after
+		} else if b, err := os.ReadFile(c.path); err == nil {
+			after = string(b)
+		}
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	s := q.sessions[r.SessionID]
@@ -279,31 +293,18 @@ func (q *Queue) apply(line []byte, sidechain bool) bool {
 	case strings.HasPrefix(r.Entrypoint, "sdk"):
 		s.kind = "chat"
 	}
-	turn := r.PromptID
-	if turn == "" && r.isPrompt() {
-		turn = r.UUID
-	}
 	newTurn := false
 	// A subagent's records name prompts of its own: the turn is its
 	// session's.
-	if !sidechain && turn != "" && turn != s.turn && (r.isPrompt() || r.PromptID != "") {
+	if !sidechain && turn != "" && turn != s.turn && (prompt || r.PromptID != "") {
 		s.turn = turn
-		s.turns = append(s.turns, turn)
 		newTurn = true
 	}
-	c, ok := r.change()
-	if !ok {
+	if !isChange {
 		return newTurn
 	}
 	if s.turn == "" { // a write before any prompt we saw
 		s.turn = "(start)"
-		s.turns = append(s.turns, s.turn)
-	}
-	after := ""
-	if c.after != nil {
-		after = *c.after
-	} else if b, err := os.ReadFile(c.path); err == nil {
-		after = string(b)
 	}
 	for _, e := range q.entries {
 		if e.session == s.id && e.turn == s.turn && e.path == c.path {
