@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -246,5 +247,51 @@ func TestQueueSubagentWrites(t *testing.T) {
 			t.Fatalf("listed %+v, want a.txt and the subagent's sub.txt in S1's turn", got)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Bad requests from Lua get errors a person can act on.
+func TestQueueBadRequests(t *testing.T) {
+	q := newTestQueue(t)
+	dir := t.TempDir()
+	a := filepath.Join(dir, "a.txt")
+	if err := os.WriteFile(a, []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	q.apply([]byte(promptLine("S", "p")), false)
+	q.apply([]byte(editLine("S", "p", a, "w\n", "w", "x")), false)
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		call func() (any, error)
+		want string
+	}{
+		{"unknown scope", func() (any, error) { return q.handleList(ctx, ref{Scope: "week"}) }, `unknown scope "week"`},
+		{"not listed", func() (any, error) {
+			return q.handleBaseline(ctx, ref{Session: "S", Path: filepath.Join(dir, "b.txt")})
+		}, "is not in the review queue"},
+		{"other session", func() (any, error) { return q.handleMark(ctx, markRef{ref: ref{Session: "T", Path: a}}) }, "is not in the review queue"},
+		{"no hunk under the cursor", func() (any, error) {
+			return q.handleRevertHunk(ctx, revertRef{ref: ref{Session: "S", Path: a}, Line: 5, Lines: []string{"x"}})
+		}, "no change of Claude's under the cursor"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := tt.call()
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want %q", err, tt.want)
+			}
+		})
+	}
+	// And the good ones.
+	e, err := q.handleRevertHunk(ctx, revertRef{ref: ref{Session: "S", Path: a}, Line: 1, Lines: []string{"x"}})
+	if err != nil || !reflect.DeepEqual(e, Edit{Start: 0, End: 1, Lines: []string{"w"}}) {
+		t.Fatalf("revert hunk: %+v, %v", e, err)
+	}
+	if _, err := q.handleMark(ctx, markRef{ref: ref{Session: "S", Path: a}, Reviewed: true}); err != nil {
+		t.Fatal(err)
+	}
+	if n := q.toReview(); n != 0 {
+		t.Fatalf("%d to review after marking the only file", n)
 	}
 }
