@@ -25,6 +25,7 @@ import (
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 	"github.com/nvim-claude/nvim-claude/review"
+	"github.com/nvim-claude/nvim-claude/reviewq"
 )
 
 // Version is the version of the binary and of the Lua side it ships with
@@ -90,6 +91,7 @@ func Features(h host.Host, ed Editor) []host.Feature {
 		kernel.New(h, ed),
 		tools,
 		chatpanel.New(h, ed, chatpanel.Peers{Review: rev, Tools: tools}),
+		reviewq.New(h),
 	}
 }
 

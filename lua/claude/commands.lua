@@ -99,6 +99,17 @@ function M.create()
   cmd("ClaudeDiffReject", function()
     require("claude.diff").reject()
   end, { nargs = 0, desc = "Reject the Claude diff under the cursor" })
+
+  -- The review queue (lua/claude/review.lua).
+  cmd("ClaudeReview", function(o)
+    require("claude.review").open(o.args)
+  end, {
+    nargs = "?",
+    complete = function()
+      return { "session" }
+    end,
+    desc = "List the files Claude changed in the current turn (or the session) to review",
+  })
 end
 
 return M

@@ -24,6 +24,7 @@
 ---@field chat? claude.Config.Chat
 ---@field diff? claude.Config.Diff
 ---@field install? {base_url?: string} where :ClaudeInstall downloads the prebuilt host from
+---@field review? claude.Config.Review
 
 ---@class claude.Config.Terminal
 ---@field provider? "native"|"snacks"|"none"
@@ -67,6 +68,10 @@
 ---@field keep_terminal_focus? boolean
 ---@field keymaps? {accept?: string|false, reject?: string|false, accept_hunk?: string|false, reject_hunk?: string|false}
 ---@field hint? boolean a line over the proposal naming the keys that answer it
+
+---@class claude.Config.Review
+---@field keys? {open?: string|false, revert_hunk?: string|false, revert_file?: string|false, mark?: string|false, next?: string|false, prev?: string|false, close?: string|false}
+---@field panel_height? number lines of the :ClaudeReview panel (0: no panel, the quickfix list only)
 local M = {}
 
 local levels = { trace = 0, debug = 1, info = 2, warn = 3, error = 4 }
@@ -184,6 +189,20 @@ function M.defaults()
         reject_hunk = "gr",
       },
       hint = true, -- a line over the proposal: ":w accept · :q reject · <leader>ca / <leader>cr"
+    },
+    review = {
+      -- :ClaudeReview (the review queue): keys in its panel and in a
+      -- file's diff against its baseline
+      keys = {
+        open = "<CR>", -- panel: the file's diff against its baseline
+        revert_hunk = "gr", -- diff: put back the baseline of Claude's hunk under the cursor
+        revert_file = "gR", -- panel and diff: put back the whole file (Claude's hunks only)
+        mark = "gm", -- panel and diff: mark reviewed (again: not reviewed)
+        next = "]r", -- the next file not reviewed
+        prev = "[r",
+        close = "q", -- panel
+      },
+      panel_height = 8,
     },
     install = {
       -- where :ClaudeInstall downloads the prebuilt host ("{version}" is
@@ -462,6 +481,27 @@ local schema = {
       hint = { types = { "boolean" } },
     },
   },
+  review = {
+    table = {
+      keys = {
+        table = (function()
+          local t = {}
+          for _, k in ipairs({ "open", "revert_hunk", "revert_file", "mark", "next", "prev", "close" }) do
+            t[k] = { types = { "string", "boolean" }, check = key_or_false }
+          end
+          return t
+        end)(),
+      },
+      panel_height = {
+        types = { "number" },
+        check = function(v)
+          if v < 0 then
+            return "must be 0 or more"
+          end
+        end,
+      },
+    },
+  },
   install = {
     table = {
       base_url = {
@@ -542,6 +582,7 @@ function M.host_options()
     diagnostics = { settle_ms = o.diagnostics.settle_ms },
     security = { deny = M.deny_globs(), allow_home = o.security.allow_home },
     editor_tools = { enable = o.editor_tools.enable, allow = o.editor_tools.allow },
+    review = { config_dir = M.claude_config_dir(), cwd = vim.fn.getcwd(-1, -1) },
   }
 end
 

@@ -1450,6 +1450,7 @@ function M.pending()
         proposal_bufnr = d.prop_buf,
         original_bufnr = d.orig_buf,
         modified = d.modified,
+        all_rejected = hunks.all_rejected(d), -- accepting it would mean "no"
       })
     end
   end
