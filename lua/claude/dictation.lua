@@ -772,11 +772,14 @@ function M.health(h)
     end, rs)
     h.ok("recorder: " .. names[1] .. (#names > 1 and (" (also found: " .. table.concat(names, ", ", 2) .. ")") or ""))
   else
-    h.warn("no recorder found: none of pw-record, parecord, arecord, rec, sox is on PATH", { M.install_hint })
+    -- optional: nothing else needs it
+    h.info("no recorder found (none of pw-record, parecord, arecord, rec, sox is on PATH): " .. M.install_hint)
   end
   local eng, why = M.engine()
   if eng then
     h.ok("engine: " .. eng.name)
+  elseif opts().engine == "auto" and not opts().whisper.cmd and not opts().cmd then
+    h.info(why .. ": " .. M.engine_hint)
   else
     h.warn(why, { M.engine_hint })
   end
