@@ -75,7 +75,7 @@ func dictFakeEngine(t *testing.T, dir string) string {
 [ "$(head -c 4 "$1")" = RIFF ] || { echo "not a WAV: $1" >&2; exit 3; }
 stat -c %a "$1" > "$(dirname "$0")/mode"
 stat -c %a "$(dirname "$1")" >> "$(dirname "$0")/mode"
-printf 'list the files\r\n'
+printf 'list the\rfiles\r\n'
 printf ' in this \033[31mdirectory\n'
 `
 	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
@@ -386,6 +386,23 @@ func TestDictationCancel(t *testing.T) {
 	waitDict(t, d.editor, "cancelled")
 	waitGone(t, recPID, "the recorder")
 	d.noRecordings(t)
+	// The chat's own <C-c> (interrupt) is back, in both modes, and works.
+	var descs []string
+	d.Eval(t, `local out = {}
+for _, m in ipairs({ "n", "i" }) do
+  for _, k in ipairs(vim.api.nvim_buf_get_keymap(0, m)) do
+    if k.lhs == "<C-C>" then table.insert(out, m .. ":" .. (k.desc or "")) end
+  end
+end
+return out`, &descs)
+	if strings.Join(descs, ",") != "n:nvim-claude: interrupt the turn,i:nvim-claude: interrupt the turn" {
+		t.Errorf("<C-c> mappings after dictation: %q", descs)
+	}
+	before := len(d.reqs(t, "chat_interrupt"))
+	d.feed(t, "<C-c>")
+	if after := len(d.reqs(t, "chat_interrupt")); after != before+1 {
+		t.Errorf("<C-c> after dictation sent %d interrupts, want 1 (requests %v)", after-before, d.reqs(t, ""))
+	}
 
 	// 2. While transcribing.
 	d.Exec(t, `_G.dict = {}`)
@@ -862,4 +879,95 @@ func TestDictationOptions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Without dictation.recorder.cmd the recorders are tried in order: one
+// that fails is passed over for the next (each named when none works).
+func TestDictationRecorderFallback(t *testing.T) {
+	dir := t.TempDir()
+	wav := filepath.Join(dir, "speech.wav")
+	silentWAV(t, wav, 16000)
+	bin := filepath.Join(dir, "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, script string) {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("pw-record", "#!/bin/sh\necho 'pw-record: no PipeWire daemon' >&2\nexit 1\n")
+	write("parecord", "#!/bin/sh\necho 'Connection refused' >&2\nexit 1\n")
+	// arecord … FILE: the stand-in recorder on the last argument
+	write("arecord", fmt.Sprintf("#!/bin/sh\nfor f; do :; done\nexec %q %q \"$f\"\n", dictRecorder(t, dir), wav))
+	for _, name := range []string{"rec", "sox"} {
+		write(name, "#!/bin/sh\nexit 1\n")
+	}
+	cache := t.TempDir()
+	e := startEditor(t, editorOpts{
+		extra: fmt.Sprintf(`, dictation = { engine = "cmd", cmd = { %q, "{file}" } }`, dictFakeEngine(t, dir)),
+		nvim:  []string{"XDG_CACHE_HOME=" + cache, "PATH=" + bin + ":/usr/bin:/bin"},
+	})
+	var ok bool
+	e.Eval(t, `return vim.fn.has("nvim-0.8") == 1`, &ok)
+	if !ok {
+		t.Skip("dictation needs Neovim 0.8+")
+	}
+	e.Exec(t, captureNotify)
+	e.Exec(t, chatStub)
+	e.Exec(t, dictEvents)
+	d := &dictEditor{chatUI: &chatUI{e}, cache: cache}
+	d.open(t)
+	d.focus(t, "1", "p")
+	d.Exec(t, `vim.cmd("ClaudeDictate")`)
+	d.WaitFor(t, 10*time.Second, `(require("claude.dictation").state() or {}).recorder == "arecord"`,
+		`return { s = require("claude.dictation").state(), ev = _G.dict }`, "arecord to record")
+	d.waitAudio(t)
+	d.Exec(t, `vim.cmd("ClaudeDictate stop")`)
+	if ev := waitDict(t, d.editor, "done", "error"); ev.State != "done" || d.promptText(t) != "list the files in this directory" {
+		t.Fatalf("%+v prompt %q notes %v", ev, d.promptText(t), d.notes(t))
+	}
+	d.noRecordings(t)
+
+	// None works: each is named with why.
+	write("arecord", "#!/bin/sh\necho 'arecord: main:830: audio open error: No such file or directory' >&2\nexit 1\n")
+	d.Exec(t, `_G.dict = {} _G.notes = {}`)
+	d.Exec(t, `vim.cmd("ClaudeDictate")`)
+	ev := waitDict(t, d.editor, "error")
+	for _, w := range []string{"no recorder works: pw-record (exit 1: pw-record: no PipeWire daemon)", "parecord (exit 1: Connection refused)",
+		"arecord (exit 1: arecord: main:830: audio open error: No such file or directory)", "rec (exit 1)", "sox (exit 1)"} {
+		if !strings.Contains(ev.Error, w) {
+			t.Errorf("error %q lacks %q", ev.Error, w)
+		}
+	}
+	d.noRecordings(t)
+}
+
+// An engine that fails is named with its exit status and what it printed;
+// dictation.max_seconds stops a recording nobody stops.
+func TestDictationEngineFailsAndMaxSeconds(t *testing.T) {
+	dir := t.TempDir()
+	notWAV := filepath.Join(dir, "noise.bin")
+	if err := os.WriteFile(notWAV, []byte(strings.Repeat("x", 100)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	engine := dictFakeEngine(t, dir)
+	d := startDictation(t, fmt.Sprintf(`, dictation = { recorder = { cmd = { %q, %q, "{file}" } }, engine = "cmd", cmd = { %q, "{file}" }, max_seconds = 1 }`,
+		dictRecorder(t, dir), notWAV, engine))
+	d.open(t)
+	d.focus(t, "1", "p")
+	d.Exec(t, `vim.cmd("ClaudeDictate")`)
+	// nobody stops it: max_seconds does
+	ev := waitDict(t, d.editor, "error", "done")
+	if !strings.HasPrefix(ev.Error, "the engine "+engine+" failed (exit 3: not a WAV: ") {
+		t.Errorf("event %+v", ev)
+	}
+	notes := fmt.Sprint(d.notes(t))
+	if !strings.Contains(notes, "dictation: stopped at 1 s (dictation.max_seconds)") {
+		t.Errorf("notes %s", notes)
+	}
+	if got := dictStates(dictEventsOf(t, d.editor)); got != "started stopped transcribing error" {
+		t.Errorf("events %q", got)
+	}
+	d.noRecordings(t)
 }

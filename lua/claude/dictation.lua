@@ -311,10 +311,23 @@ local function unmap_temp(buf, saved)
     end
   end
   for _, s in ipairs(saved) do
-    if s.map then
-      api.nvim_buf_call(buf, function()
-        pcall(vim.fn.mapset, s.mode, false, s.map)
+    local m = s.map
+    if m then
+      local ok = api.nvim_buf_call(buf, function()
+        return pcall(vim.fn.mapset, s.mode, false, m) and vim.fn.maparg(m.lhs, s.mode) ~= ""
       end)
+      if not ok then
+        -- a mapset() that does not take this map (a Lua callback on an
+        -- older Neovim): set it again from its parts
+        pcall(vim.keymap.set, s.mode, m.lhs, m.callback or m.rhs, {
+          buffer = buf,
+          expr = m.expr == 1,
+          silent = m.silent == 1,
+          nowait = m.nowait == 1,
+          remap = m.noremap == 0,
+          desc = m.desc,
+        })
+      end
     end
   end
 end
