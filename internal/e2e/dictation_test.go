@@ -331,6 +331,8 @@ func TestDictationTerminal(t *testing.T) {
 	if started.State != "started" || started.Target != "terminal" {
 		t.Fatalf("start: %+v notes %v", started, d.notes(t))
 	}
+	barOf := `return vim.wo[vim.fn.win_findbuf(...)[1]].winbar`
+	d.WaitFor(t, 10*time.Second, `vim.wo[vim.fn.win_findbuf(`+strconv.Itoa(st.Terminal.Bufnr)+`)[1]].winbar:find("REC", 1, true)`, strings.Replace(barOf, "...", strconv.Itoa(st.Terminal.Bufnr), 1), "the indicator")
 	d.waitAudio(t)
 	d.feed(t, "<Esc>")
 	done := waitDict(t, d.editor, "done", "error")
@@ -347,6 +349,11 @@ func TestDictationTerminal(t *testing.T) {
 	}
 	if want := "GOT: [list the files in this directory]"; len(got) == 0 || got[len(got)-1] != want {
 		t.Errorf("the CLI received %q, want %q (no CR, no escape); screen:\n%s", got, want, screen)
+	}
+	var bar string
+	d.Eval(t, barOf, &bar, st.Terminal.Bufnr)
+	if bar != "" {
+		t.Errorf("the terminal's winbar after dictation: %q, want its own (empty)", bar)
 	}
 	// <Esc> went back to the terminal: no mapping of ours is left.
 	var maps int
@@ -968,6 +975,51 @@ func TestDictationEngineFailsAndMaxSeconds(t *testing.T) {
 	}
 	if got := dictStates(dictEventsOf(t, d.editor)); got != "started stopped transcribing error" {
 		t.Errorf("events %q", got)
+	}
+	d.noRecordings(t)
+}
+
+// whisper.cpp (a stand-in for its CLI: whisper.cpp is not in Debian 12)
+// is run with the model, no timestamps, no progress, the language, the
+// extra arguments and the file; its markers and padding are dropped.
+func TestDictationWhisperCommandLine(t *testing.T) {
+	dir := t.TempDir()
+	wav := filepath.Join(dir, "speech.wav")
+	silentWAV(t, wav, 16000)
+	model := filepath.Join(dir, "ggml-base.en.bin")
+	if err := os.WriteFile(model, []byte("model"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	whisper := filepath.Join(dir, "whisper-cli")
+	script := `#!/bin/sh
+printf '%s\n' "$@" > "$(dirname "$0")/args"
+printf '\n [BLANK_AUDIO]\n Open the main function.\n'
+`
+	if err := os.WriteFile(whisper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// engine "auto": whisper.cpp wins over an installed PocketSphinx
+	d := startDictation(t, fmt.Sprintf(`, dictation = { recorder = { cmd = { %q, %q, "{file}", "once" } }, whisper = { cmd = %q, model = %q, language = "en", args = { "-t", "2" } } }`,
+		dictRecorder(t, dir), wav, whisper, model))
+	d.open(t)
+	d.focus(t, "1", "p")
+	d.Exec(t, `vim.cmd("ClaudeDictate")`)
+	ev := waitDict(t, d.editor, "done", "error")
+	if ev.State != "done" || d.promptText(t) != "Open the main function." {
+		t.Fatalf("%+v prompt %q notes %v", ev, d.promptText(t), d.notes(t))
+	}
+	args, err := os.ReadFile(filepath.Join(dir, "args"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Fields(string(args))
+	if len(got) != 10 {
+		t.Fatalf("whisper args %q", got)
+	}
+	file := got[9]
+	want := []string{"-m", model, "-nt", "-np", "-l", "en", "-t", "2", "-f", file}
+	if strings.Join(got, " ") != strings.Join(want, " ") || !strings.HasSuffix(file, "/audio.wav") {
+		t.Errorf("whisper args %q, want %q", got, want)
 	}
 	d.noRecordings(t)
 }

@@ -278,7 +278,8 @@ local function redraw()
     if cur.winbars[w] == nil then
       cur.winbars[w] = vim.wo[w].winbar
     end
-    pcall(api.nvim_win_set_option, w, "winbar", bar)
+    -- local to the window: a split made meanwhile does not inherit it
+    pcall(require("claude.editor").set_win_local, w, "winbar", bar)
   end
   pcall(vim.cmd, "redrawstatus!")
 end
@@ -350,7 +351,7 @@ local function finish()
   unmap_temp(s.target.buf, s.maps or {})
   for w, old in pairs(s.winbars or {}) do
     if api.nvim_win_is_valid(w) then
-      pcall(api.nvim_win_set_option, w, "winbar", old)
+      pcall(require("claude.editor").set_win_local, w, "winbar", old)
     end
   end
   pcall(api.nvim_buf_del_extmark, s.target.buf, ns, s.target.mark or -1)
