@@ -272,6 +272,36 @@ return { bar = vim.wo.winbar, maps = n, state = require("claude.dictation").stat
 	}
 }
 
+// In Normal mode the words go after the character under the cursor (as
+// with "a"), a multibyte one included; at the end of the line too.
+func TestDictationNormalModeCursor(t *testing.T) {
+	dir := t.TempDir()
+	wav := filepath.Join(dir, "speech.wav")
+	silentWAV(t, wav, 16000)
+	d := startDictation(t, fmt.Sprintf(`, dictation = { recorder = { cmd = { %q, %q, "{file}", "once" } }, engine = "cmd", cmd = { %q, "{file}" } }`,
+		dictRecorder(t, dir), wav, dictFakeEngine(t, dir)))
+	d.open(t)
+	d.focus(t, "1", "p")
+	for _, c := range []struct {
+		line string
+		col  int
+		want string
+	}{
+		{"café: ok", 3, "café list the files in this directory: ok"}, // on "é" (bytes 3-4)
+		{"then", 3, "then list the files in this directory"},
+		{"", 0, "list the files in this directory"},
+	} {
+		d.Exec(t, `_G.dict = {} vim.cmd("stopinsert") vim.api.nvim_buf_set_lines(0, 0, -1, false, { (select(1, ...)) }) vim.api.nvim_win_set_cursor(0, { 1, (select(2, ...)) })`, c.line, c.col)
+		d.Exec(t, `vim.cmd("ClaudeDictate")`)
+		if ev := waitDict(t, d.editor, "done", "error"); ev.State != "done" {
+			t.Fatalf("%+v", ev)
+		}
+		if got := d.promptText(t); got != c.want {
+			t.Errorf("%q at %d: prompt %q, want %q", c.line, c.col, got, c.want)
+		}
+	}
+}
+
 // termEcho is a stand-in CLI in a raw terminal: it prints, after each read,
 // everything it has received so far in brackets, control characters
 // escaped, so a CR (a submit) or an escape sequence would show.

@@ -409,9 +409,10 @@ local function find_target()
   local buf = api.nvim_get_current_buf()
   if vim.b[buf].claude_chat_prompt then
     local row, col = unpack(api.nvim_win_get_cursor(0))
-    if api.nvim_get_mode().mode:sub(1, 1) ~= "i" and api.nvim_get_current_line() ~= "" then
-      col = col + 1 -- Normal mode: after the character under the cursor, like `a`
-      col = math.min(col, #api.nvim_get_current_line())
+    if api.nvim_get_mode().mode:sub(1, 1) ~= "i" then
+      -- Normal mode: after the character under the cursor, like `a`
+      -- (its bytes: it may be more than one)
+      col = col + #vim.fn.matchstr(api.nvim_get_current_line():sub(col + 1), "^.")
     end
     local mark = api.nvim_buf_set_extmark(buf, ns, row - 1, col, { right_gravity = false })
     return { kind = "chat", buf = buf, mark = mark }
