@@ -92,6 +92,17 @@ function M.create()
     chat().close()
   end, { nargs = 0, desc = "End the current chat: its CLI stops and its buffers go" })
 
+  -- Dictation (lua/claude/dictation.lua).
+  cmd("ClaudeDictate", function(o)
+    require("claude.dictation").command(o.args)
+  end, {
+    nargs = "?",
+    complete = function()
+      return { "start", "stop", "cancel", "toggle" }
+    end,
+    desc = "Dictate into the chat prompt or the Claude terminal (again: stop; cancel discards)",
+  })
+
   -- Diff review.
   cmd("ClaudeDiffAccept", function()
     require("claude.diff").accept()

@@ -25,6 +25,16 @@
 ---@field diff? claude.Config.Diff
 ---@field install? {base_url?: string} where :ClaudeInstall downloads the prebuilt host from
 ---@field review? claude.Config.Review
+---@field dictation? claude.Config.Dictation
+
+---@class claude.Config.Dictation
+---@field engine? "auto"|"whisper"|"pocketsphinx"|"cmd"
+---@field recorder? {cmd?: string|string[]} records a 16 kHz mono WAV to "{file}"
+---@field whisper? {cmd?: string, model?: string, language?: string, args?: string[]} whisper.cpp's CLI
+---@field pocketsphinx? {cmd?: string, args?: string[]}
+---@field cmd? string|string[] an engine: reads the WAV "{file}", prints the text
+---@field max_seconds? number a recording stops by itself after this long (0: never)
+---@field keys? {toggle?: string|false}
 
 ---@class claude.Config.Terminal
 ---@field provider? "native"|"snacks"|"none"
@@ -204,6 +214,17 @@ function M.defaults()
       },
       panel_height = 8,
     },
+    dictation = {
+      -- the speech-to-text engine: "auto" is whisper.cpp when whisper.cmd
+      -- and whisper.model are set, else PocketSphinx when installed, else cmd
+      engine = "auto",
+      recorder = { cmd = nil }, -- nil: the first of pw-record, parecord, arecord, rec, sox that works
+      whisper = { cmd = nil, model = nil, language = nil, args = {} },
+      pocketsphinx = { cmd = nil, args = {} }, -- cmd nil: pocketsphinx_continuous, else pocketsphinx (5.x)
+      cmd = nil, -- your engine: a command that reads the WAV "{file}" and prints the text
+      max_seconds = 300,
+      keys = { toggle = "<C-g>" }, -- in the chat prompt and the Claude terminal
+    },
     install = {
       -- where :ClaudeInstall downloads the prebuilt host ("{version}" is
       -- the plugin's version). nil: the project's GitHub release.
@@ -245,6 +266,19 @@ local function key_or_false(v)
   if v ~= false and (type(v) ~= "string" or v == "") then
     return "must be a key sequence or false"
   end
+end
+
+local function command(v)
+  if type(v) == "string" then
+    if v == "" then
+      return "must not be empty"
+    end
+    return
+  end
+  if #v == 0 then
+    return "must not be an empty list"
+  end
+  return list_of_strings(v)
 end
 
 local function fraction(v)
@@ -502,6 +536,36 @@ local schema = {
       },
     },
   },
+  dictation = {
+    table = {
+      engine = { types = { "string" }, check = one_of("auto", "whisper", "pocketsphinx", "cmd") },
+      recorder = { table = { cmd = { types = { "string", "table" }, check = command } } },
+      whisper = {
+        table = {
+          cmd = { types = { "string" } },
+          model = { types = { "string" } },
+          language = { types = { "string" } },
+          args = { types = { "table" }, check = list_of_strings },
+        },
+      },
+      pocketsphinx = {
+        table = {
+          cmd = { types = { "string" } },
+          args = { types = { "table" }, check = list_of_strings },
+        },
+      },
+      cmd = { types = { "string", "table" }, check = command },
+      max_seconds = {
+        types = { "number" },
+        check = function(v)
+          if v < 0 then
+            return "must be 0 (no limit) or more"
+          end
+        end,
+      },
+      keys = { table = { toggle = { types = { "string", "boolean" }, check = key_or_false } } },
+    },
+  },
   install = {
     table = {
       base_url = {
@@ -631,6 +695,22 @@ function M.apply(opts, base)
   if opts.editor_tools and opts.editor_tools.allow then
     -- a list replaces, like selection.deny
     M.options.editor_tools.allow = vim.deepcopy(opts.editor_tools.allow)
+  end
+  if opts.dictation then
+    -- commands and argument lists replace their defaults
+    local d = opts.dictation
+    for _, k in ipairs({ "cmd" }) do
+      if d[k] then
+        M.options.dictation[k] = vim.deepcopy(d[k])
+      end
+    end
+    for _, t in ipairs({ "recorder", "whisper", "pocketsphinx" }) do
+      for _, k in ipairs({ "cmd", "args" }) do
+        if d[t] and d[t][k] then
+          M.options.dictation[t][k] = vim.deepcopy(d[t][k])
+        end
+      end
+    end
   end
   if opts.chat then
     -- lists and env replace their defaults, like the options above

@@ -262,6 +262,7 @@ function M.open(port, args, focus)
     if t then
       pcall(vim.api.nvim_buf_set_var, t.bufnr, "claude_terminal", true)
       vim.bo[t.bufnr].filetype = "claude"
+      require("claude.dictation").map_buffer(t.bufnr)
       return t
     end
     util.notify("nvim-claude: snacks.nvim could not open the terminal (" .. err .. "); using the native one", vim.log.levels.WARN)
@@ -301,6 +302,7 @@ function M.open(port, args, focus)
   vim.bo[buf].buflisted = false
   pcall(vim.api.nvim_buf_set_var, buf, "claude_terminal", true)
   vim.bo[buf].filetype = "claude"
+  require("claude.dictation").map_buffer(buf)
   vim.wo[win].number = false
   vim.wo[win].relativenumber = false
   vim.wo[win].signcolumn = "no"
