@@ -1081,7 +1081,10 @@ local function map_keys(d, o)
         return -- never clobber the user's own buffer-local mapping
       end
     end
-    vim.keymap.set("n", lhs, fn, { buffer = buf, silent = true, desc = desc })
+    -- nowait in our proposal buffer: Neovim 0.11's global gr* (LSP) maps
+    -- would hold a `gr` back for 'timeoutlen'; in the user's own buffer
+    -- those keep working (and `gr` waits)
+    vim.keymap.set("n", lhs, fn, { buffer = buf, silent = true, nowait = not only_if_free, desc = desc })
     table.insert(d.maps, { buf = buf, lhs = lhs })
   end
   for _, buf in ipairs({ d.prop_buf, d.orig_buf }) do
