@@ -534,10 +534,13 @@ func (q *Queue) handleBaseline(_ context.Context, r ref) (any, error) {
 }
 
 // revertRef is a revert request: the item, the text now as the buffer
-// holds it, and for a hunk the cursor's line (1-based).
+// holds it, and for a hunk the cursor's line (1-based) and the side of the
+// diff it is on: "file" (the default) or "baseline" (the left side, whose
+// line numbers are the baseline's).
 type revertRef struct {
 	ref
 	Line  int      `json:"line"`
+	Side  string   `json:"side"`
 	Lines []string `json:"lines"`
 }
 
@@ -572,7 +575,10 @@ func (q *Queue) handleRevertHunk(_ context.Context, r revertRef) (any, error) {
 	if r.Lines == nil {
 		r.Lines = []string{}
 	}
-	e, err := revertHunk(base, res, r.Lines, r.Line-1)
+	if r.Side != "" && r.Side != "file" && r.Side != "baseline" {
+		return nil, fmt.Errorf("unknown side %q (file or baseline)", r.Side)
+	}
+	e, err := revertHunk(base, res, r.Lines, r.Line-1, r.Side == "baseline")
 	if err != nil {
 		return nil, err
 	}

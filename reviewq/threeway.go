@@ -100,10 +100,20 @@ func lineRange(a, b int) string {
 	return fmt.Sprintf("lines %d–%d", a+1, b)
 }
 
+// within reports whether line is in [a, b); an empty range (the other
+// side's lines show as filler between two lines) takes either line.
+func within(line, a, b int) bool {
+	if a == b {
+		return line == a || line == a-1
+	}
+	return line >= a && line < b
+}
+
 // revertHunk is the edit that puts back the baseline of the Claude hunk
-// on line (0-based, in cur), or why it cannot: the user changed those
-// lines since Claude did.
-func revertHunk(base, res, cur []string, line int) (Edit, error) {
+// on line (0-based, in cur; in base when onBase: the cursor is on the
+// diff's left side), or why it cannot: the user changed those lines since
+// Claude did.
+func revertHunk(base, res, cur []string, line int, onBase bool) (Edit, error) {
 	hs := locate(base, res, cur)
 	for _, c := range hs {
 		if c.reverted {
@@ -111,17 +121,20 @@ func revertHunk(base, res, cur []string, line int) (Edit, error) {
 		}
 		if c.conflict != nil {
 			u := *c.conflict
-			if line >= u.B0 && line < max(u.B1, u.B0+1) {
+			hit := line >= u.B0 && line < max(u.B1, u.B0+1)
+			if onBase {
+				hit = within(line, c.h.A0, c.h.A1)
+			}
+			if hit {
 				return Edit{}, fmt.Errorf("%s changed after Claude's edit: reverting it would lose your change; revert it by hand (the baseline is on the left)",
 					lineRange(u.B0, u.B1))
 			}
 			continue
 		}
 		n := c.h.B1 - c.h.B0
-		hit := line >= c.cur0 && line < c.cur0+n
-		if n == 0 {
-			// A deletion shows as filler between two lines: either one.
-			hit = line == c.cur0 || line == c.cur0-1
+		hit := within(line, c.cur0, c.cur0+n)
+		if onBase {
+			hit = within(line, c.h.A0, c.h.A1)
 		}
 		if hit {
 			return Edit{Start: c.cur0, End: c.cur0 + n, Lines: base[c.h.A0:c.h.A1]}, nil

@@ -98,22 +98,29 @@ func TestRevertHunk(t *testing.T) {
 	tests := []struct {
 		name    string
 		cur     string
-		line    int // 1-based
+		line    int  // 1-based
+		onBase  bool // line is the baseline's (the diff's left side)
 		want    string
 		wantErr string
 	}{
-		{"first hunk", res, 2, "one\ntwo\nthree\nfour\nfive\nSIX\nsix and a half\nseven\n", ""},
-		{"second hunk", res, 7, "one\nTWO\nthree\nfour\nfive\nsix\nseven\n", ""},
-		{"no hunk there", res, 4, "", "no change of Claude's"},
-		{"user lines above shift it", "zero\n" + res, 8, "zero\none\nTWO\nthree\nfour\nfive\nsix\nseven\n", ""},
-		{"user edit elsewhere kept", "one\nTWO\nthree\nFOUR (mine)\nfive\nSIX\nsix and a half\nseven\n", 2,
+		{"first hunk", res, 2, false, "one\ntwo\nthree\nfour\nfive\nSIX\nsix and a half\nseven\n", ""},
+		{"second hunk", res, 7, false, "one\nTWO\nthree\nfour\nfive\nsix\nseven\n", ""},
+		{"no hunk there", res, 4, false, "", "no change of Claude's"},
+		{"user lines above shift it", "zero\n" + res, 8, false, "zero\none\nTWO\nthree\nfour\nfive\nsix\nseven\n", ""},
+		{"user edit elsewhere kept", "one\nTWO\nthree\nFOUR (mine)\nfive\nSIX\nsix and a half\nseven\n", 2, false,
 			"one\ntwo\nthree\nFOUR (mine)\nfive\nSIX\nsix and a half\nseven\n", ""},
-		{"user changed Claude's lines", "one\nTWO!\nthree\nfour\nfive\nSIX\nsix and a half\nseven\n", 2, "", "line 2 changed after Claude's edit"},
+		{"user changed Claude's lines", "one\nTWO!\nthree\nfour\nfive\nSIX\nsix and a half\nseven\n", 2, false, "", "line 2 changed after Claude's edit"},
+		// On the left, lines are the baseline's: "six" is baseline line 6
+		// but the file's line 6 is "SIX", and with the user's line above
+		// the file's line 7 is it.
+		{"baseline side", "zero\n" + res, 6, true, "zero\none\nTWO\nthree\nfour\nfive\nsix\nseven\n", ""},
+		{"baseline side, a line Claude left", res, 4, true, "", "no change of Claude's"},
+		{"baseline side, the user's change", "one\nTWO!\nthree\nfour\nfive\nSIX\nsix and a half\nseven\n", 2, true, "", "line 2 changed after Claude's edit"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cur := lines(tt.cur)
-			e, err := revertHunk(lines(base), lines(res), cur, tt.line-1)
+			e, err := revertHunk(lines(base), lines(res), cur, tt.line-1, tt.onBase)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)

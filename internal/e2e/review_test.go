@@ -207,3 +207,73 @@ func TestReviewQueueCRLFNoEOL(t *testing.T) {
 		t.Fatalf("w.txt after reverting the hunk and :w: %q, want %q; notes %v", got, base, r.notes(t))
 	}
 }
+
+// The diff's keys in the user's own file leave their mappings alone (an
+// LSP `gr` set in on_attach is theirs before, during and after the
+// review); gr on the diff's left side reverts the hunk of the baseline's
+// line there (not of the file's line of the same number); two sessions
+// changing one file are two entries, and gm in the second's diff marks
+// the second; [r from outside the queue starts at the last entry.
+func TestReviewQueueKeysSidesSessions(t *testing.T) {
+	r := startReviewRig(t, map[string]string{"a.txt": "1\n2\n3\n4\n5\n", "b.txt": "b\n", "c.txt": "c\n"})
+	a, b, c := filepath.Join(r.dir, "a.txt"), filepath.Join(r.dir, "b.txt"), filepath.Join(r.dir, "c.txt")
+	r.write(t, "11111111-aaaa", "cli", map[string]string{"a.txt": "0\n1\n2\nTHREE\n4\n5\n", "b.txt": "B1\n"},
+		prompt("p1"),
+		toolResult("p1", map[string]any{"filePath": a, "oldString": "1\n2\n3\n", "newString": "0\n1\n2\nTHREE\n", "originalFile": "1\n2\n3\n4\n5\n"}),
+		toolResult("p1", map[string]any{"filePath": b, "oldString": "b", "newString": "B1", "originalFile": "b\n"}),
+	)
+	r.write(t, "22222222-bbbb", "cli", map[string]string{"b.txt": "B2\n", "c.txt": "C\n"},
+		prompt("q1"),
+		toolResult("q1", map[string]any{"filePath": b, "oldString": "B1", "newString": "B2", "originalFile": "B1\n"}),
+		toolResult("q1", map[string]any{"filePath": c, "oldString": "c", "newString": "C", "originalFile": "c\n"}),
+	)
+	r.WaitFor(t, 30*time.Second, `require("claude.review").count() == 4`, `return _G.notes`, "four entries to review")
+	reviewList(t, r.editor, "", 4)
+
+	// [r from a buffer of no entry opens the last entry's diff.
+	r.Exec(t, `vim.cmd("tabnew") require("claude.review").next(-1)`)
+	var got struct {
+		Name, Session string
+	}
+	r.Eval(t, `return { name = vim.api.nvim_buf_get_name(0), session = vim.t.claude_review.session }`, &got)
+	if got.Name != c {
+		t.Fatalf("[r from outside the queue opened %q, want the last entry c.txt", got.Name)
+	}
+	r.Exec(t, `vim.cmd("tabclose") vim.cmd("tabclose")`)
+
+	// The user's buffer-local gr in a.txt stays theirs.
+	r.Exec(t, `vim.cmd("edit " .. vim.fn.fnameescape(...))
+vim.keymap.set("n", "gr", function() _G.user_gr = true end, { buffer = true, desc = "my references" })`, a)
+	r.Exec(t, `local rv = require("claude.review")
+for _, it in ipairs(rv.items()) do if it.path == ... then rv.open_diff(it) end end`, a)
+	var desc string
+	r.Eval(t, `return vim.fn.maparg("gr", "n", false, true).desc`, &desc)
+	if desc != "my references" {
+		t.Fatalf("gr in a.txt during its review: %q, want the user's own mapping", desc)
+	}
+	// On the left, line 3 is the baseline's "3" (the file's line 3 is "2").
+	r.Exec(t, `vim.cmd("wincmd h") vim.api.nvim_win_set_cursor(0, { 3, 0 }) vim.cmd("normal gr") vim.cmd("wincmd l")`)
+	if got := r.Lines(t, 0); got != "0\n1\n2\n3\n4\n5" {
+		t.Fatalf("after gr on the baseline's line 3: %q (notes %v)", got, r.notes(t))
+	}
+	r.Exec(t, `vim.cmd("tabclose")`)
+	r.Eval(t, `return vim.fn.maparg("gr", "n", false, true).desc`, &desc)
+	if desc != "my references" {
+		t.Fatalf("gr in a.txt after its review: %q, want the user's own mapping", desc)
+	}
+
+	// gm in the second session's diff of b.txt marks that entry.
+	r.Exec(t, `local rv = require("claude.review")
+for _, it in ipairs(rv.items()) do if it.path == ... and it.session == "22222222-bbbb" then rv.open_diff(it) end end
+vim.cmd("normal gm")`, b)
+	r.WaitFor(t, 30*time.Second, `require("claude.review").count() == 3`, `return require("claude.review").items()`, "one entry marked")
+	var marked []string
+	r.Eval(t, `local out = {}
+for _, it in ipairs(require("claude.review").items()) do
+  if it.reviewed then out[#out + 1] = vim.fn.fnamemodify(it.path, ":t") .. " " .. it.session end
+end
+return out`, &marked)
+	if strings.Join(marked, ",") != "b.txt 22222222-bbbb" {
+		t.Fatalf("gm in the second session's b.txt diff marked %q", marked)
+	}
+}
