@@ -295,3 +295,52 @@ func TestQueueBadRequests(t *testing.T) {
 		t.Fatalf("%d to review after marking the only file", n)
 	}
 }
+
+// Claude's result where the record alone cannot say it: an Edit whose
+// oldString is not in originalFile as it is (the CLI matched it after
+// normalizing quotes, or line ends) is read from the file, not taken as
+// "nothing changed" — else the file had no hunk of Claude's to revert.
+// And a UTF-8 BOM, which a buffer does not hold as text ('bomb'), is not
+// part of line 1: Claude's hunk there is revertable and the BOM never
+// lands in the buffer.
+func TestQueueResultsAsTheBufferSeesThem(t *testing.T) {
+	q := newTestQueue(t)
+	dir := t.TempDir()
+	curly, bom := filepath.Join(dir, "curly.txt"), filepath.Join(dir, "bom.txt")
+	for p, s := range map[string]string{curly: "say “bye”\nx\n", bom: "\ufeffONE\ntwo\n"} {
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q.apply([]byte(promptLine("S", "p")), false)
+	q.apply([]byte(editLine("S", "p", curly, "say “hi”\nx\n", `say "hi"`, `say "bye"`)), false)
+	q.apply([]byte(editLine("S", "p", bom, "\ufeffone\ntwo\n", "one", "ONE")), false)
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		path string
+		cur  []string // the buffer
+		want []Edit
+	}{
+		{"oldString not in the file as it was", curly, []string{"say “bye”", "x"}, []Edit{{Start: 0, End: 1, Lines: []string{"say “hi”"}}}},
+		{"a BOM", bom, []string{"ONE", "two"}, []Edit{{Start: 0, End: 1, Lines: []string{"one"}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := q.handleRevertFile(ctx, revertRef{ref: ref{Session: "S", Path: tt.path}, Lines: tt.cur})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := res.(RevertFile).Edits; !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("edits %+v, want %+v", got, tt.want)
+			}
+			b, err := q.handleBaseline(ctx, ref{Session: "S", Path: tt.path})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l := b.(Baseline).Lines; strings.HasPrefix(l[0], "\ufeff") {
+				t.Fatalf("the baseline's line 1 holds the BOM: %q", l[0])
+			}
+		})
+	}
+}

@@ -107,7 +107,10 @@ func (r *record) change() (change, bool) {
 	switch {
 	case (w.Type == "create" || w.Type == "update") && w.Content != nil:
 		c.after = w.Content
-	case w.OldString != nil && w.NewString != nil && !w.UserModified && c.before != nil:
+	case w.OldString != nil && w.NewString != nil && !w.UserModified && c.before != nil &&
+		strings.Contains(*c.before, *w.OldString):
+		// (Not there as it is: the CLI matched it after normalizing
+		// quotes or line ends; the file says what it wrote.)
 		n := 1
 		if w.ReplaceAll {
 			n = -1
