@@ -7,8 +7,10 @@ import (
 )
 
 // splitText is a file's text as lines, the way a buffer holds them: no line
-// ends, "\r" dropped from a CRLF file.
+// ends, "\r" dropped from a CRLF file, no UTF-8 byte order mark (a buffer
+// keeps it in 'bomb', not in line 1).
 func splitText(s string) []string {
+	s = strings.TrimPrefix(s, "\ufeff")
 	if s == "" {
 		return []string{}
 	}
