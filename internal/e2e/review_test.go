@@ -277,3 +277,32 @@ return out`, &marked)
 		t.Fatalf("gm in the second session's b.txt diff marked %q", marked)
 	}
 }
+
+// A whole-file revert of a file whose buffer was loaded before Claude
+// wrote it (hidden, never re-entered, so never checked): the buffer is
+// brought up to date first. Before, the revert worked on the stale text
+// (nothing of Claude's in it) and then wrote it over Claude's file.
+func TestReviewQueueRevertStaleBuffer(t *testing.T) {
+	r := startReviewRig(t, map[string]string{"a.txt": "1\n2\n3\n"})
+	a := filepath.Join(r.dir, "a.txt")
+	r.Exec(t, `local b = vim.fn.bufadd(...) vim.fn.bufload(b)`, a)
+	r.write(t, "11111111-aaaa", "cli", map[string]string{"a.txt": "1\nTWO\n3\nfour\n"},
+		prompt("p1"),
+		toolResult("p1", map[string]any{"filePath": a, "oldString": "2\n3\n", "newString": "TWO\n3\nfour\n", "originalFile": "1\n2\n3\n"}),
+	)
+	r.WaitFor(t, 30*time.Second, `require("claude.review").count() == 1`, `return _G.notes`, "a.txt to review")
+	reviewList(t, r.editor, "", 1)
+	// The user, meanwhile, added a line of their own at the top on disk
+	// (another tool): the revert must keep it.
+	if err := os.WriteFile(a, []byte("mine\n1\nTWO\n3\nfour\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// (Scheduled: a write of the stale buffer stops at Neovim's "changed
+	// since reading" question, which must not hang the test.)
+	r.Exec(t, `vim.schedule(function() local rv = require("claude.review")
+rv.revert_file(rv.items()[1]) _G.reverted = true end)`)
+	r.WaitFor(t, 20*time.Second, `_G.reverted == true`, `return { _G.notes, vim.api.nvim_get_mode() }`, "the revert to finish")
+	if got, _ := os.ReadFile(a); string(got) != "mine\n1\n2\n3\n" {
+		t.Fatalf("a.txt after gR: %q, want Claude's lines reverted and the user's kept; notes %v", got, r.notes(t))
+	}
+}

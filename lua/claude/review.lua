@@ -430,6 +430,11 @@ function M.revert_file(it)
   local buf = vim.fn.bufadd(it.path)
   vim.fn.bufload(buf)
   local was_modified = vim.bo[buf].modified
+  if not was_modified then
+    -- A buffer loaded before Claude wrote the file (and not entered
+    -- since) holds the old text: the revert works on the file's.
+    util.checktime(buf)
+  end
   local res, err = request("review_revert_file", {
     scope = state.scope,
     session = it.session,
