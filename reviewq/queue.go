@@ -401,7 +401,7 @@ type ListItem struct {
 	Session  string `json:"session"`
 	Label    string `json:"label"` // the session as the user sees it
 	Path     string `json:"path"`
-	Status   string `json:"status"` // modified, new, deleted, binary
+	Status   string `json:"status"` // modified, new, deleted, binary, unreadable
 	Added    int    `json:"added"`
 	Removed  int    `json:"removed"`
 	Reviewed bool   `json:"reviewed"`
@@ -463,7 +463,14 @@ func (q *Queue) handleList(_ context.Context, r ref) (any, error) {
 			Denied: q.h.Workspace().Boundary().Denied(it.path)}
 		cur, err := current(it.path)
 		if err != nil {
-			return nil, err
+			// One file that cannot be read (a directory now, no
+			// permission) is listed as such; the others still are.
+			li.Status = "unreadable"
+			if !li.Reviewed {
+				out.Count++
+			}
+			out.Items = append(out.Items, li)
+			continue
 		}
 		base := ""
 		if it.baseline != nil {

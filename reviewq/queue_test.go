@@ -344,3 +344,28 @@ func TestQueueResultsAsTheBufferSeesThem(t *testing.T) {
 		})
 	}
 }
+
+// A listed file that cannot be read now (here a directory in its place)
+// is listed as unreadable: before, the whole list failed on it and
+// :ClaudeReview showed nothing at all.
+func TestQueueListsAnUnreadableFile(t *testing.T) {
+	q := newTestQueue(t)
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.txt"), filepath.Join(dir, "b.txt")
+	if err := os.WriteFile(a, []byte("A\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	q.apply([]byte(promptLine("S", "p")), false)
+	q.apply([]byte(editLine("S", "p", a, "a\n", "a", "A")), false)
+	q.apply([]byte(createLine("S", "p", b, "b\n")), false)
+	got := list(t, q, "turn")
+	if it := got["a.txt@S"]; it.Status != "modified" || it.Added != 1 || it.Removed != 1 {
+		t.Errorf("a.txt: %+v", it)
+	}
+	if it := got["b.txt@S"]; it.Status != "unreadable" {
+		t.Errorf("b.txt (a directory now): %+v, want unreadable", it)
+	}
+}

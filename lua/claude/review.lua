@@ -35,11 +35,17 @@ local function rel(path)
   return vim.fn.fnamemodify(path, ":~:.")
 end
 
-local status_letter = { modified = "M", new = "A", deleted = "D", binary = "B" }
+local status_letter = { modified = "M", new = "A", deleted = "D", binary = "B", unreadable = "?" }
+
+-- Whether an item has a diff to open (a binary file is listed only, and
+-- one that cannot be read now has nothing to diff).
+local function diffable(it)
+  return it.status ~= "binary" and it.status ~= "unreadable"
+end
 
 --- The text of one item, as the panel and the quickfix list show it.
 local function describe(it)
-  local counts = it.status == "binary" and "binary" or string.format("+%d -%d", it.added, it.removed)
+  local counts = diffable(it) and string.format("+%d -%d", it.added, it.removed) or it.status
   return string.format(
     "%s %s %s%s · %s",
     it.reviewed and "[x]" or "[ ]",
@@ -304,6 +310,10 @@ function M.open_diff(it)
     util.notify("nvim-claude: " .. rel(it.path) .. " is binary: listed, not diffed", vim.log.levels.WARN)
     return
   end
+  if it.status == "unreadable" then
+    util.notify("nvim-claude: " .. rel(it.path) .. " cannot be read now: nothing to diff", vim.log.levels.WARN)
+    return
+  end
   local res, err = request("review_baseline", ref(it))
   if not res then
     util.notify(err, vim.log.levels.ERROR)
@@ -507,8 +517,8 @@ function M.next(dir)
   for step = 1, n do
     local j = ((i - 1 + dir * step) % n) + 1
     local it = state.items[j]
-    -- a binary file has no diff to go to: mark it in the panel
-    if it and not it.reviewed and it.status ~= "binary" and j ~= i then
+    -- a binary (or unreadable) file has no diff to go to: mark it in the panel
+    if it and not it.reviewed and diffable(it) and j ~= i then
       if diff_ctx() then
         vim.cmd("tabclose")
       end
