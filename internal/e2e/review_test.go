@@ -306,3 +306,26 @@ rv.revert_file(rv.items()[1]) _G.reverted = true end)`)
 		t.Fatalf("a.txt after gR: %q, want Claude's lines reverted and the user's kept; notes %v", got, r.notes(t))
 	}
 }
+
+// A whole-file revert whose write fails (here 'readonly') says so and
+// leaves the revert in the buffer, instead of a Lua error.
+func TestReviewQueueRevertWriteFails(t *testing.T) {
+	r := startReviewRig(t, map[string]string{"a.txt": "1\n2\n"})
+	a := filepath.Join(r.dir, "a.txt")
+	r.write(t, "11111111-aaaa", "cli", map[string]string{"a.txt": "1\nTWO\n"},
+		prompt("p1"),
+		toolResult("p1", map[string]any{"filePath": a, "oldString": "2", "newString": "TWO", "originalFile": "1\n2\n"}),
+	)
+	r.WaitFor(t, 30*time.Second, `require("claude.review").count() == 1`, `return _G.notes`, "a.txt to review")
+	reviewList(t, r.editor, "", 1)
+	r.Exec(t, `local b = vim.fn.bufadd(...) vim.fn.bufload(b) vim.bo[b].readonly = true
+local rv = require("claude.review") rv.revert_file(rv.items()[1])`, a)
+	if n := r.lastNote(t); !strings.Contains(n, "not written: E45") {
+		t.Fatalf("the failed write's note: %q", n)
+	}
+	var lines []string
+	r.Eval(t, `return vim.api.nvim_buf_get_lines(vim.fn.bufnr(...), 0, -1, false)`, &lines, a)
+	if strings.Join(lines, ",") != "1,2" {
+		t.Fatalf("a.txt's buffer after the revert: %q", lines)
+	}
+}

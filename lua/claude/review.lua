@@ -472,9 +472,15 @@ function M.revert_file(it)
       api.nvim_buf_set_lines(buf, e.start, e["end"], false, e.lines)
     end
     if not was_modified then
-      api.nvim_buf_call(buf, function()
+      local ok, werr = pcall(api.nvim_buf_call, buf, function()
         vim.cmd("silent write")
       end)
+      if not ok then
+        util.notify(
+          "nvim-claude: reverted in the buffer, not written: " .. tostring(werr):gsub("^.-(E%d+:)", "%1"),
+          vim.log.levels.ERROR
+        )
+      end
     end
     pcall(vim.cmd, "diffupdate")
   end
