@@ -276,6 +276,17 @@ return out`, &marked)
 	if strings.Join(marked, ",") != "b.txt 22222222-bbbb" {
 		t.Fatalf("gm in the second session's b.txt diff marked %q", marked)
 	}
+
+	// Both sessions' diffs of b.txt open in two tabs: closing one leaves
+	// the keys in the other.
+	r.Exec(t, `local rv = require("claude.review")
+for _, it in ipairs(rv.items()) do if it.path == ... and it.session == "11111111-aaaa" then rv.open_diff(it) end end
+vim.cmd("tabprevious") vim.cmd("tabclose") vim.cmd("tablast")`, b)
+	var session string
+	r.Eval(t, `return vim.t.claude_review.session .. " " .. (vim.fn.maparg("gm", "n", false, true).desc or "none")`, &session)
+	if session != "11111111-aaaa nvim-claude: mark the file reviewed" {
+		t.Fatalf("the first session's b.txt diff after the other's tab closed: %q", session)
+	}
 }
 
 // A whole-file revert of a file whose buffer was loaded before Claude

@@ -369,6 +369,14 @@ function M.open_diff(it)
       if not api.nvim_buf_is_valid(file_buf) then
         return
       end
+      -- Another review tab of the same file (another session's entry)
+      -- still needs them.
+      for _, tp in ipairs(api.nvim_list_tabpages()) do
+        local ok, r = pcall(api.nvim_tabpage_get_var, tp, "claude_review")
+        if ok and type(r) == "table" and r.buf == file_buf and r.base ~= base and api.nvim_buf_is_valid(r.base) then
+          return
+        end
+      end
       for _, lhs in ipairs(mapped) do
         pcall(vim.keymap.del, "n", lhs, { buffer = file_buf })
       end
