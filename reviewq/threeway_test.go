@@ -3,6 +3,7 @@ package reviewq
 import (
 	"math/rand"
 	"reflect"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -187,5 +188,30 @@ func TestDiffLinesLarge(t *testing.T) {
 	c[100], c[2900] = "changed", "changed too"
 	if got := diffLines(a, c); !reflect.DeepEqual(got, []hunk{{100, 101, 100, 101}, {2900, 2901, 2900, 2901}}) {
 		t.Fatalf("two lines changed: %v", got)
+	}
+}
+
+// The search's memory follows the edits, not the files: a change at
+// each end of two large files (the whole file between them is the
+// middle) allocates little more than the hunks. Before, one int per line
+// of both files: 16 MB for this pair, for each of the list's and a
+// revert's diffs.
+func TestDiffLinesMemory(t *testing.T) {
+	var a, b []string
+	for i := 0; i < 500000; i++ {
+		a = append(a, "line "+strconv.Itoa(i))
+	}
+	b = append(b, a...)
+	b[0], b[len(b)-1] = "first", "last"
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	hs := diffLines(a, b)
+	runtime.ReadMemStats(&after)
+	if !reflect.DeepEqual(hs, []hunk{{0, 1, 0, 1}, {499999, 500000, 499999, 500000}}) {
+		t.Fatalf("hunks %v", hs)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+		t.Fatalf("diffLines allocated %d bytes for two edits", n)
 	}
 }
