@@ -265,6 +265,14 @@ func (q *Queue) apply(line []byte, sidechain bool) bool {
 	if json.Unmarshal(line, &r) != nil || r.SessionID == "" || r.Type != "user" {
 		return false
 	}
+	// A record from before the queue started is history even in a file
+	// new to it: a forked or resumed session's file begins with the
+	// records it copied (their own times kept, their prompt ids dropped),
+	// whose writes are not this turn's. (File times come from a coarse
+	// clock: a margin.)
+	if ts, err := time.Parse(time.RFC3339Nano, r.Timestamp); err == nil && ts.Before(q.started.Add(-2*time.Second)) {
+		return false
+	}
 	turn := r.PromptID
 	prompt := r.isPrompt()
 	if turn == "" && prompt {

@@ -369,3 +369,45 @@ func TestQueueListsAnUnreadableFile(t *testing.T) {
 		t.Errorf("b.txt (a directory now): %+v, want unreadable", it)
 	}
 }
+
+// A session file new to the queue that begins with records copied from
+// an older session (a fork or a resume: the CLI copies them with their
+// own times, without their prompt ids) lists only what happens after the
+// queue started: the copied writes are history, not the current turn's.
+func TestQueueCopiedHistoryIsHistory(t *testing.T) {
+	q := newTestQueue(t)
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.txt"), filepath.Join(dir, "b.txt")
+	for p, s := range map[string]string{a: "A\n", b: "B\n"} {
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stamp := func(line string, at time.Time, dropPrompt bool) []byte {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatal(err)
+		}
+		m["timestamp"] = at.UTC().Format(time.RFC3339Nano)
+		if dropPrompt {
+			delete(m, "promptId")
+		}
+		out, _ := json.Marshal(m)
+		return out
+	}
+	yesterday, now := time.Now().Add(-24*time.Hour), time.Now()
+	for _, l := range [][]byte{
+		stamp(promptLine("F", "old"), yesterday, true),
+		stamp(editLine("F", "old", a, "a\n", "a", "A"), yesterday, true),
+		stamp(promptLine("F", "p1"), now, false),
+		stamp(editLine("F", "p1", b, "b\n", "b", "B"), now, false),
+	} {
+		q.apply(l, false)
+	}
+	for _, scope := range []string{"turn", "session"} {
+		got := list(t, q, scope)
+		if _, ok := got["b.txt@F"]; len(got) != 1 || !ok {
+			t.Errorf("%s: listed %v, want b.txt alone", scope, got)
+		}
+	}
+}

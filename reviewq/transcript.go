@@ -28,6 +28,7 @@ type record struct {
 	IsSidechain bool   `json:"isSidechain"`
 	IsMeta      bool   `json:"isMeta"`
 	Entrypoint  string `json:"entrypoint"` // "cli": a terminal; "sdk-cli": a chat (stream-json)
+	Timestamp   string `json:"timestamp"`  // RFC 3339; kept when the CLI copies a session's records
 	Message     struct {
 		Content json.RawMessage `json:"content"`
 	} `json:"message"`
