@@ -44,6 +44,7 @@ type Queue struct {
 	entries  []*entry
 	sessions map[string]*sessionState
 	opts     host.ReviewOptions
+	seen     map[string]bool // the uuids of the user records applied
 
 	// The poller's own state: setOptions's first scan, then only the
 	// poll goroutine touches tails and primed.
@@ -62,7 +63,7 @@ type Queue struct {
 func New(h host.Host) *Queue {
 	return &Queue{
 		h: h, log: h.Logger().With("feature", "reviewq"),
-		sessions: map[string]*sessionState{},
+		sessions: map[string]*sessionState{}, seen: map[string]bool{},
 		tails:    map[string]*tail{}, primed: map[string]bool{},
 		stop: make(chan struct{}), started: time.Now(),
 	}
@@ -272,6 +273,18 @@ func (q *Queue) apply(line []byte, sidechain bool) bool {
 	// clock: a margin.)
 	if ts, err := time.Parse(time.RFC3339Nano, r.Timestamp); err == nil && ts.Before(q.started.Add(-2*time.Second)) {
 		return false
+	}
+	// A fork copies the session's records into its own file with their
+	// uuids (and times) kept, under the fork's first prompt id: a record
+	// seen already is that copy, not a write of the fork's turn.
+	if r.UUID != "" {
+		q.mu.Lock()
+		dup := q.seen[r.UUID]
+		q.seen[r.UUID] = true
+		q.mu.Unlock()
+		if dup {
+			return false
+		}
 	}
 	turn := r.PromptID
 	prompt := r.isPrompt()

@@ -411,3 +411,41 @@ func TestQueueCopiedHistoryIsHistory(t *testing.T) {
 		}
 	}
 }
+
+// A fork made while the queue runs: the fork's file copies the parent's
+// records, uuids and times kept, under the fork's first prompt id (as CLI
+// 2.1.331 does, TestChatCLIReviewQueueFork). The copies are not the
+// fork's writes.
+func TestQueueForkCopiesAreNotWrites(t *testing.T) {
+	q := newTestQueue(t)
+	dir := t.TempDir()
+	a := filepath.Join(dir, "a.txt")
+	if err := os.WriteFile(a, []byte("A\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	withUUID := func(line, uuid string) []byte {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatal(err)
+		}
+		m["uuid"] = uuid
+		out, _ := json.Marshal(m)
+		return out
+	}
+	for _, l := range [][]byte{
+		withUUID(promptLine("P", "p1"), "u1"),
+		withUUID(editLine("P", "p1", a, "a\n", "a", "A"), "u2"),
+		// the fork: the copies under its first prompt's id, then that prompt
+		withUUID(promptLine("F", "f1"), "u1"),
+		withUUID(editLine("F", "f1", a, "a\n", "a", "A"), "u2"),
+		withUUID(promptLine("F", "f1"), "u3"),
+	} {
+		q.apply(l, false)
+	}
+	for _, scope := range []string{"turn", "session"} {
+		got := list(t, q, scope)
+		if _, ok := got["a.txt@P"]; len(got) != 1 || !ok {
+			t.Errorf("%s: listed %v, want a.txt of the parent session alone", scope, got)
+		}
+	}
+}
