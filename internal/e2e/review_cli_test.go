@@ -307,3 +307,27 @@ func TestChatCLIReviewQueueFork(t *testing.T) {
 		}
 	}
 }
+
+// A CRLF file edited by the real CLI across lines (the model's old_string
+// has "\n" ends): the queue lists its counts and a whole-file revert puts
+// back the file's exact bytes.
+func TestChatCLIReviewQueueCRLF(t *testing.T) {
+	orig := "alpha\r\nbeta\r\ngamma\r\ndelta\r\n"
+	s := startChatSession(t, map[string]string{"crlf.txt": orig}, "")
+	file := filepath.Join(s.project, "crlf.txt")
+	s.focus(t, "1", "p")
+	s.feed(t, "<S-Tab>")
+	s.WaitFor(t, 10*time.Second, `require("claude.chat").get("1").mode == "acceptEdits"`,
+		`return { require("claude.chat").get("1").mode, _G.notes }`, "the chat in acceptEdits")
+	s.scriptEdit(file, "beta\ngamma", "BETA\nGAMMA", "Applied.")
+	s.send(t, "1", "make two lines loud")
+	s.waitFile(t, file, "alpha\r\nBETA\r\nGAMMA\r\ndelta\r\n")
+	s.waitTurns(t, 1)
+	s.WaitFor(t, 30*time.Second, `require("claude.review").count() == 1`, `return require("claude.review").count()`, "crlf.txt to review")
+	items := reviewList(t, s.editor, "", 1)
+	if it := items["crlf.txt"]; it.Added != 2 || it.Removed != 2 || it.Line != 2 {
+		t.Fatalf("crlf.txt: %+v, want +2 -2 from line 2", it)
+	}
+	s.Exec(t, `local r = require("claude.review") r.revert_file(r.items()[1])`)
+	s.waitFile(t, file, orig)
+}
