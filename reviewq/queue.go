@@ -64,7 +64,7 @@ func New(h host.Host) *Queue {
 	return &Queue{
 		h: h, log: h.Logger().With("feature", "reviewq"),
 		sessions: map[string]*sessionState{}, seen: map[string]bool{},
-		tails:    map[string]*tail{}, primed: map[string]bool{},
+		tails: map[string]*tail{}, primed: map[string]bool{},
 		stop: make(chan struct{}), started: time.Now(),
 	}
 }
