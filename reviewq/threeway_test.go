@@ -215,3 +215,104 @@ func TestDiffLinesMemory(t *testing.T) {
 		t.Fatalf("diffLines allocated %d bytes for two edits", n)
 	}
 }
+
+// splice applied in order (edits come last first).
+func applyEdits(cur []string, es []Edit) []string {
+	for _, e := range es {
+		cur = splice(cur, e)
+	}
+	return cur
+}
+
+// Reverting hunk by hunk (gr, on the file's side or the baseline's) ends
+// at the baseline, each press bringing the text closer to it, whatever
+// the texts' repeated lines. Before, a hunk put back next to another was
+// lined up elsewhere by the next diff and put back again: a line more at
+// each press (base "a c c b", Claude's "c b c": gr at the top gave
+// "a c b c", "a c c b c", "a c c c b c", ...).
+func TestRevertHunkByHunk(t *testing.T) {
+	r := rand.New(rand.NewSource(1))
+	cases := [][2][]string{{lines("a\nc\nc\nb\n"), lines("c\nb\nc\n")}}
+	for i := 0; i < 5000; i++ {
+		base, res := make([]string, r.Intn(10)), make([]string, r.Intn(10))
+		for j := range base {
+			base[j] = string(rune('a' + r.Intn(3)))
+		}
+		for j := range res {
+			res[j] = string(rune('a' + r.Intn(3)))
+		}
+		cases = append(cases, [2][]string{base, res})
+	}
+	for _, tc := range cases {
+		base, res := tc[0], tc[1]
+		for _, onBase := range []bool{false, true} {
+			cur := append([]string{}, res...)
+			for presses := 0; ; presses++ {
+				if presses > len(base)+len(res) {
+					t.Fatalf("base %q, Claude's %q (baseline side %v): still reverting after %d presses: %q", base, res, onBase, presses, cur)
+				}
+				var e Edit
+				var err error
+				n := len(cur)
+				if onBase {
+					n = len(base)
+				}
+				conflict := false
+				for l := 0; l <= n; l++ {
+					if e, err = revertHunk(base, res, cur, l, onBase); err == nil {
+						break
+					}
+					conflict = conflict || err != errNoHunk
+				}
+				if err != nil {
+					// Nothing more to revert: the baseline, or a place
+					// refused (hunks put back one by one can look like
+					// the user's change: refused, never guessed).
+					if !conflict && !reflect.DeepEqual(cur, base) && !(len(cur) == 0 && len(base) == 0) {
+						t.Fatalf("base %q, Claude's %q (baseline side %v): stopped at %q", base, res, onBase, cur)
+					}
+					break
+				}
+				next := splice(cur, e)
+				if distance(base, next) >= distance(base, cur) {
+					t.Fatalf("base %q, Claude's %q: the press %+v took %q to %q, no closer to the baseline", base, res, e, cur, next)
+				}
+				cur = next
+			}
+		}
+	}
+}
+
+// A line the user added since Claude's change is never lost by a
+// whole-file revert: refused, or the baseline with that line.
+func TestRevertAllKeepsTheUsersLine(t *testing.T) {
+	r := rand.New(rand.NewSource(2))
+	for i := 0; i < 5000; i++ {
+		base, res := make([]string, r.Intn(10)), make([]string, r.Intn(10))
+		for j := range base {
+			base[j] = string(rune('a' + r.Intn(3)))
+		}
+		for j := range res {
+			res[j] = string(rune('a' + r.Intn(3)))
+		}
+		p := r.Intn(len(res) + 1)
+		cur := append(append(append([]string{}, res[:p]...), "MINE"), res[p:]...)
+		es, err := revertAll(base, res, cur)
+		if err != nil {
+			continue
+		}
+		got := applyEdits(cur, es)
+		var rest []string
+		mine := 0
+		for _, l := range got {
+			if l == "MINE" {
+				mine++
+			} else {
+				rest = append(rest, l)
+			}
+		}
+		if mine != 1 || (!reflect.DeepEqual(rest, base) && len(rest)+len(base) > 0) {
+			t.Fatalf("base %q, Claude's %q, now %q: reverted to %q", base, res, cur, got)
+		}
+	}
+}
