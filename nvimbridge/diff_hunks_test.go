@@ -56,7 +56,13 @@ func TestDiffHunks(t *testing.T) {
 		{"accept one, reject one", orig, prop, []step{{2, "ga"}, {0, "gr"}}, "hunk 2/3 · 1 accepted · 1 rejected", "accept",
 			strings.NewReplacer("two\n", "TWO\n", "eleven\n", "ELEVEN\n").Replace(orig)},
 		{"every hunk rejected", orig, prop, []step{{2, "gr"}, {0, "gr"}, {0, "gr"}}, "no changes left · 3 rejected", "reject", ""},
-		{"undo a reject", orig, prop, []step{{2, "gr"}, {0, "undo"}}, "", "accept", prop},
+		{"undo a reject", orig, prop, []step{{2, "gr"}, {0, "undo"}}, "/3 · 0 accepted · 0 rejected", "accept", prop},
+		{"undo and redo a reject", orig, prop, []step{{2, "gr"}, {0, "undo"}, {0, "redo"}}, "/3 · 0 accepted · 1 rejected", "accept",
+			strings.Replace(prop, "TWO\n", "two\n", 1)},
+		// A reject undone and then a change of the user's: the undone
+		// reject is on an abandoned branch of the undo tree.
+		{"undo a reject, then edit", orig, prop, []step{{2, "gr"}, {0, "undo"}, {1, "vim.api.nvim_buf_set_lines(0, 0, 1, false, { 'ONE' }) vim.cmd('doautocmd TextChanged')"}},
+			"hunk 1/3 · 0 accepted · 0 rejected", "accept", strings.Replace(prop, "one\n", "ONE\n", 1)},
 		{"CRLF file", crlf(orig), crlf(prop), []step{{11, "gr"}}, "", "accept",
 			crlf(strings.NewReplacer("two\n", "TWO\n", "five\nsix\n", "FIVE\nSIX\n").Replace(orig))},
 		{"no final newline", strings.TrimSuffix(orig, "\n"), strings.TrimSuffix(prop, "\n"), []step{{11, "gr"}, {2, "gr"}}, "", "accept",
@@ -80,7 +86,8 @@ func TestDiffHunks(t *testing.T) {
 local win = vim.fn.win_findbuf(buf)[1]
 vim.api.nvim_set_current_win(win)
 if line > 0 then vim.api.nvim_win_set_cursor(win, { line, 0 }) end
-if keys == "undo" then vim.cmd("undo") vim.cmd("doautocmd TextChanged")
+if keys == "undo" or keys == "redo" then vim.cmd(keys) vim.cmd("doautocmd TextChanged")
+elseif keys:find("^vim%.") then assert(loadstring(keys))()
 else vim.api.nvim_feedkeys(keys, "mx", false) end`
 				e.Exec(t, lua, v.ProposalBuf, s.line, s.keys)
 			}

@@ -41,7 +41,10 @@ func myers(a, b []string) []hunk {
 		return []hunk{{0, n, 0, m}}
 	}
 	limit := min(n+m, maxEdits)
-	off := n + m
+	// Diagonals k stay in [-limit, limit]: v holds those, not n+m of them
+	// (two files of a million lines changed at both ends are a middle of
+	// two million lines, and a few edits).
+	off := limit + 1
 	v := make([]int, 2*off+2)
 	// trace[d] is v[off-d-1 .. off+d+1] as it was before round d.
 	var trace [][]int

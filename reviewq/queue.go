@@ -44,6 +44,7 @@ type Queue struct {
 	entries  []*entry
 	sessions map[string]*sessionState
 	opts     host.ReviewOptions
+	seen     map[string]bool // the uuids of the user records applied
 
 	// The poller's own state: setOptions's first scan, then only the
 	// poll goroutine touches tails and primed.
@@ -62,8 +63,8 @@ type Queue struct {
 func New(h host.Host) *Queue {
 	return &Queue{
 		h: h, log: h.Logger().With("feature", "reviewq"),
-		sessions: map[string]*sessionState{},
-		tails:    map[string]*tail{}, primed: map[string]bool{},
+		sessions: map[string]*sessionState{}, seen: map[string]bool{},
+		tails: map[string]*tail{}, primed: map[string]bool{},
 		stop: make(chan struct{}), started: time.Now(),
 	}
 }
@@ -265,6 +266,26 @@ func (q *Queue) apply(line []byte, sidechain bool) bool {
 	if json.Unmarshal(line, &r) != nil || r.SessionID == "" || r.Type != "user" {
 		return false
 	}
+	// A record from before the queue started is history even in a file
+	// new to it: a forked or resumed session's file begins with the
+	// records it copied (their own times kept, their prompt ids dropped),
+	// whose writes are not this turn's. (File times come from a coarse
+	// clock: a margin.)
+	if ts, err := time.Parse(time.RFC3339Nano, r.Timestamp); err == nil && ts.Before(q.started.Add(-2*time.Second)) {
+		return false
+	}
+	// A fork copies the session's records into its own file with their
+	// uuids (and times) kept, under the fork's first prompt id: a record
+	// seen already is that copy, not a write of the fork's turn.
+	if r.UUID != "" {
+		q.mu.Lock()
+		dup := q.seen[r.UUID]
+		q.seen[r.UUID] = true
+		q.mu.Unlock()
+		if dup {
+			return false
+		}
+	}
 	turn := r.PromptID
 	prompt := r.isPrompt()
 	if turn == "" && prompt {
@@ -401,7 +422,7 @@ type ListItem struct {
 	Session  string `json:"session"`
 	Label    string `json:"label"` // the session as the user sees it
 	Path     string `json:"path"`
-	Status   string `json:"status"` // modified, new, deleted, binary
+	Status   string `json:"status"` // modified, new, deleted, binary, unreadable
 	Added    int    `json:"added"`
 	Removed  int    `json:"removed"`
 	Reviewed bool   `json:"reviewed"`
@@ -463,7 +484,14 @@ func (q *Queue) handleList(_ context.Context, r ref) (any, error) {
 			Denied: q.h.Workspace().Boundary().Denied(it.path)}
 		cur, err := current(it.path)
 		if err != nil {
-			return nil, err
+			// One file that cannot be read (a directory now, no
+			// permission) is listed as such; the others still are.
+			li.Status = "unreadable"
+			if !li.Reviewed {
+				out.Count++
+			}
+			out.Items = append(out.Items, li)
+			continue
 		}
 		base := ""
 		if it.baseline != nil {
@@ -534,10 +562,13 @@ func (q *Queue) handleBaseline(_ context.Context, r ref) (any, error) {
 }
 
 // revertRef is a revert request: the item, the text now as the buffer
-// holds it, and for a hunk the cursor's line (1-based).
+// holds it, and for a hunk the cursor's line (1-based) and the side of the
+// diff it is on: "file" (the default) or "baseline" (the left side, whose
+// line numbers are the baseline's).
 type revertRef struct {
 	ref
 	Line  int      `json:"line"`
+	Side  string   `json:"side"`
 	Lines []string `json:"lines"`
 }
 
@@ -572,7 +603,10 @@ func (q *Queue) handleRevertHunk(_ context.Context, r revertRef) (any, error) {
 	if r.Lines == nil {
 		r.Lines = []string{}
 	}
-	e, err := revertHunk(base, res, r.Lines, r.Line-1)
+	if r.Side != "" && r.Side != "file" && r.Side != "baseline" {
+		return nil, fmt.Errorf("unknown side %q (file or baseline)", r.Side)
+	}
+	e, err := revertHunk(base, res, r.Lines, r.Line-1, r.Side == "baseline")
 	if err != nil {
 		return nil, err
 	}

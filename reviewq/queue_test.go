@@ -295,3 +295,157 @@ func TestQueueBadRequests(t *testing.T) {
 		t.Fatalf("%d to review after marking the only file", n)
 	}
 }
+
+// Claude's result where the record alone cannot say it: an Edit whose
+// oldString is not in originalFile as it is (the CLI matched it after
+// normalizing quotes, or line ends) is read from the file, not taken as
+// "nothing changed" — else the file had no hunk of Claude's to revert.
+// And a UTF-8 BOM, which a buffer does not hold as text ('bomb'), is not
+// part of line 1: Claude's hunk there is revertable and the BOM never
+// lands in the buffer.
+func TestQueueResultsAsTheBufferSeesThem(t *testing.T) {
+	q := newTestQueue(t)
+	dir := t.TempDir()
+	curly, bom := filepath.Join(dir, "curly.txt"), filepath.Join(dir, "bom.txt")
+	for p, s := range map[string]string{curly: "say “bye”\nx\n", bom: "\ufeffONE\ntwo\n"} {
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q.apply([]byte(promptLine("S", "p")), false)
+	q.apply([]byte(editLine("S", "p", curly, "say “hi”\nx\n", `say "hi"`, `say "bye"`)), false)
+	q.apply([]byte(editLine("S", "p", bom, "\ufeffone\ntwo\n", "one", "ONE")), false)
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		path string
+		cur  []string // the buffer
+		want []Edit
+	}{
+		{"oldString not in the file as it was", curly, []string{"say “bye”", "x"}, []Edit{{Start: 0, End: 1, Lines: []string{"say “hi”"}}}},
+		{"a BOM", bom, []string{"ONE", "two"}, []Edit{{Start: 0, End: 1, Lines: []string{"one"}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := q.handleRevertFile(ctx, revertRef{ref: ref{Session: "S", Path: tt.path}, Lines: tt.cur})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := res.(RevertFile).Edits; !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("edits %+v, want %+v", got, tt.want)
+			}
+			b, err := q.handleBaseline(ctx, ref{Session: "S", Path: tt.path})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l := b.(Baseline).Lines; strings.HasPrefix(l[0], "\ufeff") {
+				t.Fatalf("the baseline's line 1 holds the BOM: %q", l[0])
+			}
+		})
+	}
+}
+
+// A listed file that cannot be read now (here a directory in its place)
+// is listed as unreadable: before, the whole list failed on it and
+// :ClaudeReview showed nothing at all.
+func TestQueueListsAnUnreadableFile(t *testing.T) {
+	q := newTestQueue(t)
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.txt"), filepath.Join(dir, "b.txt")
+	if err := os.WriteFile(a, []byte("A\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	q.apply([]byte(promptLine("S", "p")), false)
+	q.apply([]byte(editLine("S", "p", a, "a\n", "a", "A")), false)
+	q.apply([]byte(createLine("S", "p", b, "b\n")), false)
+	got := list(t, q, "turn")
+	if it := got["a.txt@S"]; it.Status != "modified" || it.Added != 1 || it.Removed != 1 {
+		t.Errorf("a.txt: %+v", it)
+	}
+	if it := got["b.txt@S"]; it.Status != "unreadable" {
+		t.Errorf("b.txt (a directory now): %+v, want unreadable", it)
+	}
+}
+
+// A session file new to the queue that begins with records copied from
+// an older session (a fork or a resume: the CLI copies them with their
+// own times, without their prompt ids) lists only what happens after the
+// queue started: the copied writes are history, not the current turn's.
+func TestQueueCopiedHistoryIsHistory(t *testing.T) {
+	q := newTestQueue(t)
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.txt"), filepath.Join(dir, "b.txt")
+	for p, s := range map[string]string{a: "A\n", b: "B\n"} {
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stamp := func(line string, at time.Time, dropPrompt bool) []byte {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatal(err)
+		}
+		m["timestamp"] = at.UTC().Format(time.RFC3339Nano)
+		if dropPrompt {
+			delete(m, "promptId")
+		}
+		out, _ := json.Marshal(m)
+		return out
+	}
+	yesterday, now := time.Now().Add(-24*time.Hour), time.Now()
+	for _, l := range [][]byte{
+		stamp(promptLine("F", "old"), yesterday, true),
+		stamp(editLine("F", "old", a, "a\n", "a", "A"), yesterday, true),
+		stamp(promptLine("F", "p1"), now, false),
+		stamp(editLine("F", "p1", b, "b\n", "b", "B"), now, false),
+	} {
+		q.apply(l, false)
+	}
+	for _, scope := range []string{"turn", "session"} {
+		got := list(t, q, scope)
+		if _, ok := got["b.txt@F"]; len(got) != 1 || !ok {
+			t.Errorf("%s: listed %v, want b.txt alone", scope, got)
+		}
+	}
+}
+
+// A fork made while the queue runs: the fork's file copies the parent's
+// records, uuids and times kept, under the fork's first prompt id (as CLI
+// 2.1.331 does, TestChatCLIReviewQueueFork). The copies are not the
+// fork's writes.
+func TestQueueForkCopiesAreNotWrites(t *testing.T) {
+	q := newTestQueue(t)
+	dir := t.TempDir()
+	a := filepath.Join(dir, "a.txt")
+	if err := os.WriteFile(a, []byte("A\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	withUUID := func(line, uuid string) []byte {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatal(err)
+		}
+		m["uuid"] = uuid
+		out, _ := json.Marshal(m)
+		return out
+	}
+	for _, l := range [][]byte{
+		withUUID(promptLine("P", "p1"), "u1"),
+		withUUID(editLine("P", "p1", a, "a\n", "a", "A"), "u2"),
+		// the fork: the copies under its first prompt's id, then that prompt
+		withUUID(promptLine("F", "f1"), "u1"),
+		withUUID(editLine("F", "f1", a, "a\n", "a", "A"), "u2"),
+		withUUID(promptLine("F", "f1"), "u3"),
+	} {
+		q.apply(l, false)
+	}
+	for _, scope := range []string{"turn", "session"} {
+		got := list(t, q, scope)
+		if _, ok := got["a.txt@P"]; len(got) != 1 || !ok {
+			t.Errorf("%s: listed %v, want a.txt of the parent session alone", scope, got)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package reviewq
 import (
 	"math/rand"
 	"reflect"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -98,22 +99,29 @@ func TestRevertHunk(t *testing.T) {
 	tests := []struct {
 		name    string
 		cur     string
-		line    int // 1-based
+		line    int  // 1-based
+		onBase  bool // line is the baseline's (the diff's left side)
 		want    string
 		wantErr string
 	}{
-		{"first hunk", res, 2, "one\ntwo\nthree\nfour\nfive\nSIX\nsix and a half\nseven\n", ""},
-		{"second hunk", res, 7, "one\nTWO\nthree\nfour\nfive\nsix\nseven\n", ""},
-		{"no hunk there", res, 4, "", "no change of Claude's"},
-		{"user lines above shift it", "zero\n" + res, 8, "zero\none\nTWO\nthree\nfour\nfive\nsix\nseven\n", ""},
-		{"user edit elsewhere kept", "one\nTWO\nthree\nFOUR (mine)\nfive\nSIX\nsix and a half\nseven\n", 2,
+		{"first hunk", res, 2, false, "one\ntwo\nthree\nfour\nfive\nSIX\nsix and a half\nseven\n", ""},
+		{"second hunk", res, 7, false, "one\nTWO\nthree\nfour\nfive\nsix\nseven\n", ""},
+		{"no hunk there", res, 4, false, "", "no change of Claude's"},
+		{"user lines above shift it", "zero\n" + res, 8, false, "zero\none\nTWO\nthree\nfour\nfive\nsix\nseven\n", ""},
+		{"user edit elsewhere kept", "one\nTWO\nthree\nFOUR (mine)\nfive\nSIX\nsix and a half\nseven\n", 2, false,
 			"one\ntwo\nthree\nFOUR (mine)\nfive\nSIX\nsix and a half\nseven\n", ""},
-		{"user changed Claude's lines", "one\nTWO!\nthree\nfour\nfive\nSIX\nsix and a half\nseven\n", 2, "", "line 2 changed after Claude's edit"},
+		{"user changed Claude's lines", "one\nTWO!\nthree\nfour\nfive\nSIX\nsix and a half\nseven\n", 2, false, "", "line 2 changed after Claude's edit"},
+		// On the left, lines are the baseline's: "six" is baseline line 6
+		// but the file's line 6 is "SIX", and with the user's line above
+		// the file's line 7 is it.
+		{"baseline side", "zero\n" + res, 6, true, "zero\none\nTWO\nthree\nfour\nfive\nsix\nseven\n", ""},
+		{"baseline side, a line Claude left", res, 4, true, "", "no change of Claude's"},
+		{"baseline side, the user's change", "one\nTWO!\nthree\nfour\nfive\nSIX\nsix and a half\nseven\n", 2, true, "", "line 2 changed after Claude's edit"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cur := lines(tt.cur)
-			e, err := revertHunk(lines(base), lines(res), cur, tt.line-1)
+			e, err := revertHunk(lines(base), lines(res), cur, tt.line-1, tt.onBase)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)
@@ -180,5 +188,131 @@ func TestDiffLinesLarge(t *testing.T) {
 	c[100], c[2900] = "changed", "changed too"
 	if got := diffLines(a, c); !reflect.DeepEqual(got, []hunk{{100, 101, 100, 101}, {2900, 2901, 2900, 2901}}) {
 		t.Fatalf("two lines changed: %v", got)
+	}
+}
+
+// The search's memory follows the edits, not the files: a change at
+// each end of two large files (the whole file between them is the
+// middle) allocates little more than the hunks. Before, one int per line
+// of both files: 16 MB for this pair, for each of the list's and a
+// revert's diffs.
+func TestDiffLinesMemory(t *testing.T) {
+	var a, b []string
+	for i := 0; i < 500000; i++ {
+		a = append(a, "line "+strconv.Itoa(i))
+	}
+	b = append(b, a...)
+	b[0], b[len(b)-1] = "first", "last"
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	hs := diffLines(a, b)
+	runtime.ReadMemStats(&after)
+	if !reflect.DeepEqual(hs, []hunk{{0, 1, 0, 1}, {499999, 500000, 499999, 500000}}) {
+		t.Fatalf("hunks %v", hs)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+		t.Fatalf("diffLines allocated %d bytes for two edits", n)
+	}
+}
+
+// splice applied in order (edits come last first).
+func applyEdits(cur []string, es []Edit) []string {
+	for _, e := range es {
+		cur = splice(cur, e)
+	}
+	return cur
+}
+
+// Reverting hunk by hunk (gr, on the file's side or the baseline's) ends
+// at the baseline, each press bringing the text closer to it, whatever
+// the texts' repeated lines. Before, a hunk put back next to another was
+// lined up elsewhere by the next diff and put back again: a line more at
+// each press (base "a c c b", Claude's "c b c": gr at the top gave
+// "a c b c", "a c c b c", "a c c c b c", ...).
+func TestRevertHunkByHunk(t *testing.T) {
+	r := rand.New(rand.NewSource(1))
+	cases := [][2][]string{{lines("a\nc\nc\nb\n"), lines("c\nb\nc\n")}}
+	for i := 0; i < 5000; i++ {
+		base, res := make([]string, r.Intn(10)), make([]string, r.Intn(10))
+		for j := range base {
+			base[j] = string(rune('a' + r.Intn(3)))
+		}
+		for j := range res {
+			res[j] = string(rune('a' + r.Intn(3)))
+		}
+		cases = append(cases, [2][]string{base, res})
+	}
+	for _, tc := range cases {
+		base, res := tc[0], tc[1]
+		for _, onBase := range []bool{false, true} {
+			cur := append([]string{}, res...)
+			for presses := 0; ; presses++ {
+				if presses > len(base)+len(res) {
+					t.Fatalf("base %q, Claude's %q (baseline side %v): still reverting after %d presses: %q", base, res, onBase, presses, cur)
+				}
+				var e Edit
+				var err error
+				n := len(cur)
+				if onBase {
+					n = len(base)
+				}
+				conflict := false
+				for l := 0; l <= n; l++ {
+					if e, err = revertHunk(base, res, cur, l, onBase); err == nil {
+						break
+					}
+					conflict = conflict || err != errNoHunk
+				}
+				if err != nil {
+					// Nothing more to revert: the baseline, or a place
+					// refused (hunks put back one by one can look like
+					// the user's change: refused, never guessed).
+					if !conflict && !reflect.DeepEqual(cur, base) && !(len(cur) == 0 && len(base) == 0) {
+						t.Fatalf("base %q, Claude's %q (baseline side %v): stopped at %q", base, res, onBase, cur)
+					}
+					break
+				}
+				next := splice(cur, e)
+				if distance(base, next) >= distance(base, cur) {
+					t.Fatalf("base %q, Claude's %q: the press %+v took %q to %q, no closer to the baseline", base, res, e, cur, next)
+				}
+				cur = next
+			}
+		}
+	}
+}
+
+// A line the user added since Claude's change is never lost by a
+// whole-file revert: refused, or the baseline with that line.
+func TestRevertAllKeepsTheUsersLine(t *testing.T) {
+	r := rand.New(rand.NewSource(2))
+	for i := 0; i < 5000; i++ {
+		base, res := make([]string, r.Intn(10)), make([]string, r.Intn(10))
+		for j := range base {
+			base[j] = string(rune('a' + r.Intn(3)))
+		}
+		for j := range res {
+			res[j] = string(rune('a' + r.Intn(3)))
+		}
+		p := r.Intn(len(res) + 1)
+		cur := append(append(append([]string{}, res[:p]...), "MINE"), res[p:]...)
+		es, err := revertAll(base, res, cur)
+		if err != nil {
+			continue
+		}
+		got := applyEdits(cur, es)
+		var rest []string
+		mine := 0
+		for _, l := range got {
+			if l == "MINE" {
+				mine++
+			} else {
+				rest = append(rest, l)
+			}
+		}
+		if mine != 1 || (!reflect.DeepEqual(rest, base) && len(rest)+len(base) > 0) {
+			t.Fatalf("base %q, Claude's %q, now %q: reverted to %q", base, res, cur, got)
+		}
 	}
 }

@@ -28,6 +28,7 @@ type record struct {
 	IsSidechain bool   `json:"isSidechain"`
 	IsMeta      bool   `json:"isMeta"`
 	Entrypoint  string `json:"entrypoint"` // "cli": a terminal; "sdk-cli": a chat (stream-json)
+	Timestamp   string `json:"timestamp"`  // RFC 3339; kept when the CLI copies a session's records
 	Message     struct {
 		Content json.RawMessage `json:"content"`
 	} `json:"message"`
@@ -107,7 +108,10 @@ func (r *record) change() (change, bool) {
 	switch {
 	case (w.Type == "create" || w.Type == "update") && w.Content != nil:
 		c.after = w.Content
-	case w.OldString != nil && w.NewString != nil && !w.UserModified && c.before != nil:
+	case w.OldString != nil && w.NewString != nil && !w.UserModified && c.before != nil &&
+		strings.Contains(*c.before, *w.OldString):
+		// (Not there as it is: the CLI matched it after normalizing
+		// quotes or line ends; the file says what it wrote.)
 		n := 1
 		if w.ReplaceAll {
 			n = -1

@@ -264,3 +264,70 @@ vim.cmd("write")`, d.ProposalBuf)
 		t.Fatalf("hello.txt listed as %+v, want modified +2 -2", it)
 	}
 }
+
+// A chat forked after a turn that wrote a file: the CLI copies the
+// parent's records into the fork's transcript (their uuids kept, under
+// the fork's first prompt id), which are not the fork's writes — before,
+// the fork's first turn listed the parent's file as its own change.
+func TestChatCLIReviewQueueFork(t *testing.T) {
+	s := startChatSession(t, map[string]string{"hello.txt": chatFileText}, "")
+	file, other := filepath.Join(s.project, "hello.txt"), filepath.Join(s.project, "other.txt")
+	acceptEdits := func(chat string) {
+		s.focus(t, chat, "p")
+		s.feed(t, "<S-Tab>")
+		s.WaitFor(t, 10*time.Second, `require("claude.chat").get("`+chat+`").mode == "acceptEdits"`,
+			`return { require("claude.chat").get("`+chat+`").mode, _G.notes }`, "the chat in acceptEdits")
+	}
+	acceptEdits("1")
+	s.scriptEdit(file, "beta", "BETA", "Applied.")
+	s.send(t, "1", "make beta loud")
+	s.waitFile(t, file, "alpha\nBETA\ngamma\n")
+	s.waitTurns(t, 1)
+	s.WaitFor(t, 30*time.Second, `require("claude.review").count() == 1`, `return require("claude.review").count()`, "the parent's file to review")
+	var parent string
+	s.Eval(t, `return require("claude.chat").get("1").session_id or ""`, &parent)
+
+	s.Exec(t, `_G.selects = { "beta", "Fork" }`)
+	s.Exec(t, `vim.cmd("ClaudeChatSessions")`)
+	s.waitTranscript(t, "2", "make beta loud")
+	acceptEdits("2")
+	// The fork's turn writes a file of its own: once it is listed, the
+	// queue has read the copies before it in the fork's transcript.
+	s.api.Script(
+		fakeapi.Reply(fakeapi.ToolUse("Write", map[string]any{"file_path": other, "content": "other\n"})),
+		fakeapi.Reply(fakeapi.Text("Wrote it.")),
+	)
+	s.send(t, "2", "write other")
+	s.waitFile(t, other, "other\n")
+	s.WaitFor(t, 30*time.Second, `require("claude.review").count() >= 2`, `return require("claude.review").count()`, "the fork's file to review")
+	for _, scope := range []string{"", "session"} {
+		items := reviewList(t, s.editor, scope, 2)
+		if it := items["hello.txt"]; it.Session != parent || items["other.txt"].Session == parent {
+			t.Fatalf("%q: %+v, want hello.txt of the parent session (%s) and other.txt of the fork", scope, items, parent)
+		}
+	}
+}
+
+// A CRLF file edited by the real CLI across lines (the model's old_string
+// has "\n" ends): the queue lists its counts and a whole-file revert puts
+// back the file's exact bytes.
+func TestChatCLIReviewQueueCRLF(t *testing.T) {
+	orig := "alpha\r\nbeta\r\ngamma\r\ndelta\r\n"
+	s := startChatSession(t, map[string]string{"crlf.txt": orig}, "")
+	file := filepath.Join(s.project, "crlf.txt")
+	s.focus(t, "1", "p")
+	s.feed(t, "<S-Tab>")
+	s.WaitFor(t, 10*time.Second, `require("claude.chat").get("1").mode == "acceptEdits"`,
+		`return { require("claude.chat").get("1").mode, _G.notes }`, "the chat in acceptEdits")
+	s.scriptEdit(file, "beta\ngamma", "BETA\nGAMMA", "Applied.")
+	s.send(t, "1", "make two lines loud")
+	s.waitFile(t, file, "alpha\r\nBETA\r\nGAMMA\r\ndelta\r\n")
+	s.waitTurns(t, 1)
+	s.WaitFor(t, 30*time.Second, `require("claude.review").count() == 1`, `return require("claude.review").count()`, "crlf.txt to review")
+	items := reviewList(t, s.editor, "", 1)
+	if it := items["crlf.txt"]; it.Added != 2 || it.Removed != 2 || it.Line != 2 {
+		t.Fatalf("crlf.txt: %+v, want +2 -2 from line 2", it)
+	}
+	s.Exec(t, `local r = require("claude.review") r.revert_file(r.items()[1])`)
+	s.waitFile(t, file, orig)
+}

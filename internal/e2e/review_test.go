@@ -207,3 +207,136 @@ func TestReviewQueueCRLFNoEOL(t *testing.T) {
 		t.Fatalf("w.txt after reverting the hunk and :w: %q, want %q; notes %v", got, base, r.notes(t))
 	}
 }
+
+// The diff's keys in the user's own file leave their mappings alone (an
+// LSP `gr` set in on_attach is theirs before, during and after the
+// review); gr on the diff's left side reverts the hunk of the baseline's
+// line there (not of the file's line of the same number); two sessions
+// changing one file are two entries, and gm in the second's diff marks
+// the second; [r from outside the queue starts at the last entry.
+func TestReviewQueueKeysSidesSessions(t *testing.T) {
+	r := startReviewRig(t, map[string]string{"a.txt": "1\n2\n3\n4\n5\n", "b.txt": "b\n", "c.txt": "c\n"})
+	a, b, c := filepath.Join(r.dir, "a.txt"), filepath.Join(r.dir, "b.txt"), filepath.Join(r.dir, "c.txt")
+	r.write(t, "11111111-aaaa", "cli", map[string]string{"a.txt": "0\n1\n2\nTHREE\n4\n5\n", "b.txt": "B1\n"},
+		prompt("p1"),
+		toolResult("p1", map[string]any{"filePath": a, "oldString": "1\n2\n3\n", "newString": "0\n1\n2\nTHREE\n", "originalFile": "1\n2\n3\n4\n5\n"}),
+		toolResult("p1", map[string]any{"filePath": b, "oldString": "b", "newString": "B1", "originalFile": "b\n"}),
+	)
+	r.write(t, "22222222-bbbb", "cli", map[string]string{"b.txt": "B2\n", "c.txt": "C\n"},
+		prompt("q1"),
+		toolResult("q1", map[string]any{"filePath": b, "oldString": "B1", "newString": "B2", "originalFile": "B1\n"}),
+		toolResult("q1", map[string]any{"filePath": c, "oldString": "c", "newString": "C", "originalFile": "c\n"}),
+	)
+	r.WaitFor(t, 30*time.Second, `require("claude.review").count() == 4`, `return _G.notes`, "four entries to review")
+	reviewList(t, r.editor, "", 4)
+
+	// [r from a buffer of no entry opens the last entry's diff.
+	r.Exec(t, `vim.cmd("tabnew") require("claude.review").next(-1)`)
+	var got struct {
+		Name, Session string
+	}
+	r.Eval(t, `return { name = vim.api.nvim_buf_get_name(0), session = vim.t.claude_review.session }`, &got)
+	if got.Name != c {
+		t.Fatalf("[r from outside the queue opened %q, want the last entry c.txt", got.Name)
+	}
+	r.Exec(t, `vim.cmd("tabclose") vim.cmd("tabclose")`)
+
+	// The user's buffer-local gr in a.txt stays theirs.
+	r.Exec(t, `vim.cmd("edit " .. vim.fn.fnameescape(...))
+vim.keymap.set("n", "gr", function() _G.user_gr = true end, { buffer = true, desc = "my references" })`, a)
+	r.Exec(t, `local rv = require("claude.review")
+for _, it in ipairs(rv.items()) do if it.path == ... then rv.open_diff(it) end end`, a)
+	var desc string
+	r.Eval(t, `return vim.fn.maparg("gr", "n", false, true).desc`, &desc)
+	if desc != "my references" {
+		t.Fatalf("gr in a.txt during its review: %q, want the user's own mapping", desc)
+	}
+	// On the left, line 3 is the baseline's "3" (the file's line 3 is "2").
+	r.Exec(t, `vim.cmd("wincmd h") vim.api.nvim_win_set_cursor(0, { 3, 0 }) vim.cmd("normal gr") vim.cmd("wincmd l")`)
+	if got := r.Lines(t, 0); got != "0\n1\n2\n3\n4\n5" {
+		t.Fatalf("after gr on the baseline's line 3: %q (notes %v)", got, r.notes(t))
+	}
+	r.Exec(t, `vim.cmd("tabclose")`)
+	r.Eval(t, `return vim.fn.maparg("gr", "n", false, true).desc`, &desc)
+	if desc != "my references" {
+		t.Fatalf("gr in a.txt after its review: %q, want the user's own mapping", desc)
+	}
+
+	// gm in the second session's diff of b.txt marks that entry.
+	r.Exec(t, `local rv = require("claude.review")
+for _, it in ipairs(rv.items()) do if it.path == ... and it.session == "22222222-bbbb" then rv.open_diff(it) end end
+vim.cmd("normal gm")`, b)
+	r.WaitFor(t, 30*time.Second, `require("claude.review").count() == 3`, `return require("claude.review").items()`, "one entry marked")
+	var marked []string
+	r.Eval(t, `local out = {}
+for _, it in ipairs(require("claude.review").items()) do
+  if it.reviewed then out[#out + 1] = vim.fn.fnamemodify(it.path, ":t") .. " " .. it.session end
+end
+return out`, &marked)
+	if strings.Join(marked, ",") != "b.txt 22222222-bbbb" {
+		t.Fatalf("gm in the second session's b.txt diff marked %q", marked)
+	}
+
+	// Both sessions' diffs of b.txt open in two tabs: closing one leaves
+	// the keys in the other.
+	r.Exec(t, `local rv = require("claude.review")
+for _, it in ipairs(rv.items()) do if it.path == ... and it.session == "11111111-aaaa" then rv.open_diff(it) end end
+vim.cmd("tabprevious") vim.cmd("tabclose") vim.cmd("tablast")`, b)
+	var session string
+	r.Eval(t, `return vim.t.claude_review.session .. " " .. (vim.fn.maparg("gm", "n", false, true).desc or "none")`, &session)
+	if session != "11111111-aaaa nvim-claude: mark the file reviewed" {
+		t.Fatalf("the first session's b.txt diff after the other's tab closed: %q", session)
+	}
+}
+
+// A whole-file revert of a file whose buffer was loaded before Claude
+// wrote it (hidden, never re-entered, so never checked): the buffer is
+// brought up to date first. Before, the revert worked on the stale text
+// (nothing of Claude's in it) and then wrote it over Claude's file.
+func TestReviewQueueRevertStaleBuffer(t *testing.T) {
+	r := startReviewRig(t, map[string]string{"a.txt": "1\n2\n3\n"})
+	a := filepath.Join(r.dir, "a.txt")
+	r.Exec(t, `local b = vim.fn.bufadd(...) vim.fn.bufload(b)`, a)
+	r.write(t, "11111111-aaaa", "cli", map[string]string{"a.txt": "1\nTWO\n3\nfour\n"},
+		prompt("p1"),
+		toolResult("p1", map[string]any{"filePath": a, "oldString": "2\n3\n", "newString": "TWO\n3\nfour\n", "originalFile": "1\n2\n3\n"}),
+	)
+	r.WaitFor(t, 30*time.Second, `require("claude.review").count() == 1`, `return _G.notes`, "a.txt to review")
+	reviewList(t, r.editor, "", 1)
+	// The user, meanwhile, added a line of their own at the top on disk
+	// (another tool): the revert must keep it.
+	if err := os.WriteFile(a, []byte("mine\n1\nTWO\n3\nfour\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// (Scheduled: a write of the stale buffer stops at Neovim's "changed
+	// since reading" question, which must not hang the test.)
+	r.Exec(t, `vim.schedule(function() local rv = require("claude.review")
+rv.revert_file(rv.items()[1]) _G.reverted = true end)`)
+	r.WaitFor(t, 20*time.Second, `_G.reverted == true`, `return { _G.notes, vim.api.nvim_get_mode() }`, "the revert to finish")
+	if got, _ := os.ReadFile(a); string(got) != "mine\n1\n2\n3\n" {
+		t.Fatalf("a.txt after gR: %q, want Claude's lines reverted and the user's kept; notes %v", got, r.notes(t))
+	}
+}
+
+// A whole-file revert whose write fails (here 'readonly') says so and
+// leaves the revert in the buffer, instead of a Lua error.
+func TestReviewQueueRevertWriteFails(t *testing.T) {
+	r := startReviewRig(t, map[string]string{"a.txt": "1\n2\n"})
+	a := filepath.Join(r.dir, "a.txt")
+	r.write(t, "11111111-aaaa", "cli", map[string]string{"a.txt": "1\nTWO\n"},
+		prompt("p1"),
+		toolResult("p1", map[string]any{"filePath": a, "oldString": "2", "newString": "TWO", "originalFile": "1\n2\n"}),
+	)
+	r.WaitFor(t, 30*time.Second, `require("claude.review").count() == 1`, `return _G.notes`, "a.txt to review")
+	reviewList(t, r.editor, "", 1)
+	r.Exec(t, `local b = vim.fn.bufadd(...) vim.fn.bufload(b) vim.bo[b].readonly = true
+local rv = require("claude.review") rv.revert_file(rv.items()[1])`, a)
+	if n := r.lastNote(t); !strings.Contains(n, "not written: E45") {
+		t.Fatalf("the failed write's note: %q", n)
+	}
+	var lines []string
+	r.Eval(t, `return vim.api.nvim_buf_get_lines(vim.fn.bufnr(...), 0, -1, false)`, &lines, a)
+	if strings.Join(lines, ",") != "1,2" {
+		t.Fatalf("a.txt's buffer after the revert: %q", lines)
+	}
+}

@@ -126,6 +126,42 @@ local function cursor_line(d)
   return api.nvim_win_get_cursor(d.prop_win)[1]
 end
 
+-- undo_state is the proposal's undo tree: where it is (seq_cur) and the
+-- undo states of its current branch.
+local function undo_state(buf)
+  local tree = api.nvim_buf_call(buf, function()
+    return vim.fn.undotree()
+  end)
+  local on = {}
+  for _, e in ipairs(tree.entries or {}) do
+    on[e.seq] = true
+  end
+  return tree.seq_cur or 0, on
+end
+
+-- rejected_count counts the rejects still in effect: a reject undone (or
+-- left on an abandoned branch of the undo tree) is not one any more. Each
+-- reject is the undo state its :diffget made (true: made without undo,
+-- 'undolevels' -1, so it stays).
+local function rejected_count(d)
+  local rs = d.rejects
+  if not rs or #rs == 0 or not api.nvim_buf_is_valid(d.prop_buf) then
+    return 0
+  end
+  local tick = api.nvim_buf_get_changedtick(d.prop_buf)
+  if d.rejected_tick ~= tick then
+    local cur, on = undo_state(d.prop_buf)
+    local n = 0
+    for _, r in ipairs(rs) do
+      if r == true or (on[r] and r <= cur) then
+        n = n + 1
+      end
+    end
+    d.rejected_tick, d.rejected_n = tick, n
+  end
+  return d.rejected_n
+end
+
 -- accepted_count counts the marks still at a hunk's start.
 local function accepted_count(d)
   local n = 0
@@ -145,7 +181,7 @@ function M.counter(d)
     return ""
   end
   local starts = M.starts(d)
-  local rejected = d.hunks_rejected or 0
+  local rejected = rejected_count(d)
   if not starts then
     local accepted = #api.nvim_buf_get_extmarks(d.prop_buf, ns, 0, -1, {})
     return string.format("%d accepted · %d rejected", accepted, rejected)
@@ -202,12 +238,15 @@ function M.reject(d)
   if not l then
     return OFF_CHANGE
   end
+  local before = undo_state(d.prop_buf)
   api.nvim_win_call(d.prop_win, function()
     api.nvim_win_set_cursor(0, { l, 0 })
     vim.cmd("diffget " .. d.orig_buf)
     vim.cmd("diffupdate")
   end)
-  d.hunks_rejected = (d.hunks_rejected or 0) + 1
+  local after = undo_state(d.prop_buf)
+  d.rejects = d.rejects or {}
+  table.insert(d.rejects, after ~= before and after or true)
   next_hunk(d, start - 1)
 end
 
@@ -236,7 +275,7 @@ end
 --- Whether every hunk of the proposal was rejected (nothing differs any
 --- more, and something was rejected): accepting it then means "no".
 function M.all_rejected(d)
-  if (d.hunks_rejected or 0) == 0 or not api.nvim_buf_is_valid(d.orig_buf) then
+  if rejected_count(d) == 0 or not api.nvim_buf_is_valid(d.orig_buf) then
     return false
   end
   local starts = M.starts(d)

@@ -35,11 +35,17 @@ local function rel(path)
   return vim.fn.fnamemodify(path, ":~:.")
 end
 
-local status_letter = { modified = "M", new = "A", deleted = "D", binary = "B" }
+local status_letter = { modified = "M", new = "A", deleted = "D", binary = "B", unreadable = "?" }
+
+-- Whether an item has a diff to open (a binary file is listed only, and
+-- one that cannot be read now has nothing to diff).
+local function diffable(it)
+  return it.status ~= "binary" and it.status ~= "unreadable"
+end
 
 --- The text of one item, as the panel and the quickfix list show it.
 local function describe(it)
-  local counts = it.status == "binary" and "binary" or string.format("+%d -%d", it.added, it.removed)
+  local counts = diffable(it) and string.format("+%d -%d", it.added, it.removed) or it.status
   return string.format(
     "%s %s %s%s · %s",
     it.reviewed and "[x]" or "[ ]",
@@ -133,19 +139,35 @@ local function render_panel()
   vim.bo[buf].modified = false
 end
 
---- The item of path in the list, and its index.
-local function find(path)
+--- The item of path in the list (of session, when given: sessions may
+--- change the same file), and its index.
+local function find(path, session)
   for i, it in ipairs(state.items) do
-    if it.path == path then
+    if it.path == path and (session == nil or it.session == session) then
       return it, i
     end
   end
 end
 
-local function map(buf, lhs, fn, desc)
-  if lhs and lhs ~= false and lhs ~= "" then
-    vim.keymap.set("n", lhs, fn, { buffer = buf, nowait = true, silent = true, desc = "nvim-claude: " .. desc })
+-- map maps lhs in buf. In a buffer of ours (the panel, the baseline) it
+-- waits for nothing; in the user's own file it never replaces a mapping
+-- of theirs there, and waits as usual for their longer ones (`grn` ...).
+-- Returns whether it mapped.
+local function map(buf, lhs, fn, desc, theirs)
+  if not lhs or lhs == "" then
+    return false
   end
+  if theirs then
+    local taken = api.nvim_buf_call(buf, function()
+      local m = vim.fn.maparg(lhs, "n", false, true)
+      return type(m) == "table" and m.buffer == 1 and not (m.desc or ""):find("^nvim%-claude:")
+    end)
+    if taken then
+      return false
+    end
+  end
+  vim.keymap.set("n", lhs, fn, { buffer = buf, nowait = not theirs, silent = true, desc = "nvim-claude: " .. desc })
+  return true
 end
 
 local function panel_item()
@@ -288,6 +310,10 @@ function M.open_diff(it)
     util.notify("nvim-claude: " .. rel(it.path) .. " is binary: listed, not diffed", vim.log.levels.WARN)
     return
   end
+  if it.status == "unreadable" then
+    util.notify("nvim-claude: " .. rel(it.path) .. " cannot be read now: nothing to diff", vim.log.levels.WARN)
+    return
+  end
   local res, err = request("review_baseline", ref(it))
   if not res then
     util.notify(err, vim.log.levels.ERROR)
@@ -311,20 +337,27 @@ function M.open_diff(it)
   vim.cmd("diffthis")
   api.nvim_set_current_win(file_win)
   vim.cmd("diffthis")
-  api.nvim_tabpage_set_var(0, "claude_review", { session = it.session, path = it.path, scope = state.scope, buf = file_buf })
+  api.nvim_tabpage_set_var(0, "claude_review", { session = it.session, path = it.path, scope = state.scope, buf = file_buf, base = base })
   local k = keys()
+  local mapped = {} -- the keys set in the user's file (theirs stay theirs)
   for _, b in ipairs({ base, file_buf }) do
-    map(b, k.revert_hunk, M.revert_hunk, "revert Claude's hunk under the cursor")
-    map(b, k.revert_file, function()
+    local theirs = b == file_buf
+    local function m(lhs, fn, desc)
+      if map(b, lhs, fn, desc, theirs) and theirs then
+        mapped[#mapped + 1] = lhs
+      end
+    end
+    m(k.revert_hunk, M.revert_hunk, "revert Claude's hunk under the cursor")
+    m(k.revert_file, function()
       M.revert_file()
     end, "revert the file (Claude's hunks)")
-    map(b, k.mark, function()
+    m(k.mark, function()
       M.mark()
     end, "mark the file reviewed")
-    map(b, k.next, function()
+    m(k.next, function()
       M.next(1)
     end, "next file to review")
-    map(b, k.prev, function()
+    m(k.prev, function()
       M.next(-1)
     end, "previous file to review")
   end
@@ -336,10 +369,16 @@ function M.open_diff(it)
       if not api.nvim_buf_is_valid(file_buf) then
         return
       end
-      for _, lhs in ipairs({ k.revert_hunk, k.revert_file, k.mark, k.next, k.prev }) do
-        if lhs and lhs ~= false and lhs ~= "" then
-          pcall(vim.keymap.del, "n", lhs, { buffer = file_buf })
+      -- Another review tab of the same file (another session's entry)
+      -- still needs them.
+      for _, tp in ipairs(api.nvim_list_tabpages()) do
+        local ok, r = pcall(api.nvim_tabpage_get_var, tp, "claude_review")
+        if ok and type(r) == "table" and r.buf == file_buf and r.base ~= base and api.nvim_buf_is_valid(r.base) then
+          return
         end
+      end
+      for _, lhs in ipairs(mapped) do
+        pcall(vim.keymap.del, "n", lhs, { buffer = file_buf })
       end
     end,
   })
@@ -355,7 +394,7 @@ local function current_item(it)
   end
   local r = diff_ctx()
   if r then
-    return find(r.path) or { session = r.session, path = r.path }
+    return find(r.path, r.session) or { session = r.session, path = r.path }
   end
   local p = panel_item()
   if p then
@@ -373,12 +412,19 @@ function M.revert_hunk()
     util.notify("nvim-claude: not in a :ClaudeReview diff", vim.log.levels.WARN)
     return
   end
+  -- The cursor's line is the file's, or on the left the baseline's.
+  local cur = api.nvim_get_current_buf()
+  if cur ~= r.buf and cur ~= r.base then
+    util.notify("nvim-claude: not in a :ClaudeReview diff", vim.log.levels.WARN)
+    return
+  end
   local line = api.nvim_win_get_cursor(0)[1]
   local res, err = request("review_revert_hunk", {
     scope = r.scope,
     session = r.session,
     path = r.path,
     line = line,
+    side = cur == r.base and "baseline" or "file",
     lines = api.nvim_buf_get_lines(r.buf, 0, -1, false),
   })
   if not res then
@@ -402,6 +448,11 @@ function M.revert_file(it)
   local buf = vim.fn.bufadd(it.path)
   vim.fn.bufload(buf)
   local was_modified = vim.bo[buf].modified
+  if not was_modified then
+    -- A buffer loaded before Claude wrote the file (and not entered
+    -- since) holds the old text: the revert works on the file's.
+    util.checktime(buf)
+  end
   local res, err = request("review_revert_file", {
     scope = state.scope,
     session = it.session,
@@ -429,9 +480,15 @@ function M.revert_file(it)
       api.nvim_buf_set_lines(buf, e.start, e["end"], false, e.lines)
     end
     if not was_modified then
-      api.nvim_buf_call(buf, function()
+      local ok, werr = pcall(api.nvim_buf_call, buf, function()
         vim.cmd("silent write")
       end)
+      if not ok then
+        util.notify(
+          "nvim-claude: reverted in the buffer, not written: " .. tostring(werr):gsub("^.-(E%d+:)", "%1"),
+          vim.log.levels.ERROR
+        )
+      end
     end
     pcall(vim.cmd, "diffupdate")
   end
@@ -462,17 +519,20 @@ end
 --- Opens the diff of the next (dir 1) or previous (-1) file not reviewed.
 function M.next(dir)
   local cur = current_item()
+  local n = #state.items
   local i = 0
   if cur then
-    local _, idx = find(cur.path)
+    local _, idx = find(cur.path, cur.session)
     i = idx or 0
   end
-  local n = #state.items
+  if i == 0 and dir < 0 then
+    i = n + 1 -- from no entry, [r starts at the last
+  end
   for step = 1, n do
     local j = ((i - 1 + dir * step) % n) + 1
     local it = state.items[j]
-    -- a binary file has no diff to go to: mark it in the panel
-    if it and not it.reviewed and it.status ~= "binary" and j ~= i then
+    -- a binary (or unreadable) file has no diff to go to: mark it in the panel
+    if it and not it.reviewed and diffable(it) and j ~= i then
       if diff_ctx() then
         vim.cmd("tabclose")
       end
