@@ -618,6 +618,11 @@ func (q *Queue) handleRevertHunk(_ context.Context, r revertRef) (any, error) {
 type RevertFile struct {
 	Edits  []Edit `json:"edits"`
 	Delete bool   `json:"delete"`
+	// EOL is whether the baseline ends with a line end: the buffer's
+	// 'endofline' for the write, so that a file without one is restored
+	// byte for byte (Neovim's 'fixendofline' would add it). Absent for an
+	// empty baseline.
+	EOL *bool `json:"eol,omitempty"`
 }
 
 func (q *Queue) handleRevertFile(_ context.Context, r revertRef) (any, error) {
@@ -625,6 +630,7 @@ func (q *Queue) handleRevertFile(_ context.Context, r revertRef) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	eol := q.baselineEOL(r.ref)
 	if _, err := os.Stat(r.Path); errors.Is(err, os.ErrNotExist) {
 		if isNew {
 			return nil, fmt.Errorf("%s is gone already", r.Path)
@@ -646,7 +652,20 @@ func (q *Queue) handleRevertFile(_ context.Context, r revertRef) (any, error) {
 	if edits == nil {
 		edits = []Edit{}
 	}
-	return RevertFile{Edits: edits}, nil
+	return RevertFile{Edits: edits, EOL: eol}, nil
+}
+
+// baselineEOL reports whether the baseline of r's entry ends with a line
+// end (nil: no baseline, or an empty one).
+func (q *Queue) baselineEOL(r ref) *bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	it, err := q.find(r)
+	if err != nil || it.baseline == nil || *it.baseline == "" {
+		return nil
+	}
+	eol := strings.HasSuffix(*it.baseline, "\n")
+	return &eol
 }
 
 // markRef marks an item reviewed or not.

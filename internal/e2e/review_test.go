@@ -206,6 +206,30 @@ func TestReviewQueueCRLFNoEOL(t *testing.T) {
 	if got, _ := os.ReadFile(w); string(got) != base {
 		t.Fatalf("w.txt after reverting the hunk and :w: %q, want %q; notes %v", got, base, r.notes(t))
 	}
+
+	// A whole-file revert writes the file itself: with Neovim's default
+	// 'fixendofline' on, a file that had no last line end still has none.
+	nbase, nres := "alpha\nbeta\ngamma", "alpha\nBETA\ngamma\nDELTA"
+	if err := os.WriteFile(filepath.Join(r.dir, "n.txt"), []byte(nbase), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n := filepath.Join(r.dir, "n.txt")
+	r.write(t, "44444444-dddd", "cli", map[string]string{"n.txt": nres},
+		prompt("p2"),
+		toolResult("p2", map[string]any{"filePath": n, "oldString": "beta\ngamma", "newString": "BETA\ngamma\nDELTA", "originalFile": nbase}),
+	)
+	r.WaitFor(t, 30*time.Second, `#vim.tbl_filter(function(it) return it.path:match("n%.txt$") ~= nil end, require("claude.review").items()) == 1`,
+		`return _G.notes`, "n.txt in the queue")
+	r.Exec(t, `vim.cmd("tabonly") vim.cmd("enew") local rv = require("claude.review")
+for _, it in ipairs(rv.items()) do if it.path:match("n%.txt$") then rv.revert_file(it) end end`)
+	if got, _ := os.ReadFile(n); string(got) != nbase {
+		t.Fatalf("n.txt after the whole-file revert: %q, want %q (fixeol %v); notes %v", got, nbase, true, r.notes(t))
+	}
+	var fixeol bool
+	r.Eval(t, `return vim.bo[vim.fn.bufnr(...)].fixeol`, &fixeol, n)
+	if !fixeol {
+		t.Fatal("'fixendofline' of n.txt's buffer stayed off after the revert")
+	}
 }
 
 // The diff's keys in the user's own file leave their mappings alone (an

@@ -481,7 +481,18 @@ function M.revert_file(it)
     end
     if not was_modified then
       local ok, werr = pcall(api.nvim_buf_call, buf, function()
-        vim.cmd("silent write")
+        -- the baseline's last line end, byte for byte: 'fixendofline'
+        -- would add one the file never had
+        local bo, fixeol = vim.bo[buf], vim.bo[buf].fixeol
+        if res.eol ~= nil then
+          bo.eol = res.eol
+          bo.fixeol = res.eol
+        end
+        local wok, e = pcall(vim.cmd, "silent write")
+        bo.fixeol = fixeol
+        if not wok then
+          error(e, 0)
+        end
       end)
       if not ok then
         util.notify(
