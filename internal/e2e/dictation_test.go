@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -1052,4 +1053,68 @@ printf '\n [BLANK_AUDIO]\n Open the main function.\n'
 		t.Errorf("whisper args %q, want %q", got, want)
 	}
 	d.noRecordings(t)
+}
+
+// A recorder is often a script or a pipeline (`sh -c "arecord … | sox …"`):
+// stopping reaches every process of it, as Ctrl-C in a shell does, and
+// none is left running (recording) after the dictation ends.
+func TestDictationRecorderProcessGroup(t *testing.T) {
+	dir := t.TempDir()
+	wav := filepath.Join(dir, "speech.wav")
+	silentWAV(t, wav, 16000)
+	write := func(name, script string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// the recorder proper: writes its file when interrupted, like arecord
+	ready := filepath.Join(dir, "ready")
+	inner := write("inner-rec", fmt.Sprintf("#!/bin/sh\ntrap 'cp \"$1\" \"$2\"; exit 0' INT\ntouch %q\nwhile :; do sleep 0.1; done\n", ready))
+	cases := []struct {
+		name, script string
+	}{
+		// a wrapper that waits for the recorder it runs: only the recorder
+		// getting SIGINT makes a recording
+		{"wrapper", fmt.Sprintf("#!/bin/sh\ntrap : INT\n%q \"$1\" \"$2\"\n", inner)},
+		// a recorder that leaves a child behind (a background job ignores
+		// SIGINT): the child must not outlive the dictation
+		{"child", fmt.Sprintf("#!/bin/sh\nsleep 600 &\necho $! > %q\ntrap 'exit 0' INT\ncp \"$1\" \"$2\"\nwhile :; do sleep 0.1; done\n", filepath.Join(dir, "child.pid"))},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rec := write("rec-"+c.name, c.script)
+			d := startDictation(t, fmt.Sprintf(`, dictation = { recorder = { cmd = { %q, %q, "{file}" } }, engine = "cmd", cmd = { %q, "{file}" } }`,
+				rec, wav, dictFakeEngine(t, dir)))
+			d.open(t)
+			d.focus(t, "1", "p")
+			d.Exec(t, `vim.cmd("ClaudeDictate")`)
+			waitDict(t, d.editor, "started")
+			var recPID int
+			d.Eval(t, `return require("claude.dictation")._session().rec_pid`, &recPID)
+			t.Cleanup(func() { _ = syscall.Kill(-recPID, syscall.SIGKILL) }) // the group, whatever happens
+			childFile := filepath.Join(dir, "child.pid")
+			if c.name == "child" {
+				d.waitAudio(t)
+				waitFile(t, childFile, true)
+			} else {
+				waitFile(t, ready, true) // both traps are set
+			}
+			d.Exec(t, `vim.cmd("ClaudeDictate stop")`)
+			if ev := waitDict(t, d.editor, "done", "error"); ev.State != "done" || d.promptText(t) != "list the files in this directory" {
+				t.Fatalf("%+v prompt %q notes %v", ev, d.promptText(t), d.notes(t))
+			}
+			if c.name == "child" {
+				b, err := os.ReadFile(childFile)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+				killOnCleanup(t, pid)
+				waitGone(t, pid, "the recorder's child")
+			}
+			d.noRecordings(t)
+		})
+	}
 }

@@ -347,6 +347,12 @@ local function finish()
   for _, j in pairs({ rec = s.rec, eng = s.eng }) do
     pcall(vim.fn.jobstop, j)
   end
+  if s.rec_pid then
+    -- the recorder's job is its own process group: what it started (a
+    -- pipeline's arecord, a background child) goes with it, even when
+    -- its first process has already exited
+    uv.kill(-s.rec_pid, "sigterm")
+  end
   vim.fn.delete(s.dir, "rf")
   unmap_temp(s.target.buf, s.maps or {})
   for w, old in pairs(s.winbars or {}) do
@@ -683,7 +689,11 @@ function M.stop()
   if s.rec_pid then
     -- SIGINT: recorders finish the WAV header on it; a job that ignores it
     -- is stopped (TERM, then KILL) after a while.
-    uv.kill(s.rec_pid, "sigint")
+    -- To the job's process group, like Ctrl-C in a shell: a pipeline's
+    -- recorder stops too, not only the shell running it.
+    if uv.kill(-s.rec_pid, "sigint") ~= 0 then
+      uv.kill(s.rec_pid, "sigint")
+    end
     local job = s.rec
     vim.defer_fn(function()
       if cur == s and s.rec == job then
