@@ -1118,3 +1118,43 @@ func TestDictationRecorderProcessGroup(t *testing.T) {
 		})
 	}
 }
+
+// :ClaudeDictate from another window dictates into the chat's prompt: the
+// prompt's own <C-c> (interrupt) is what comes back there after, and the
+// current buffer's mappings stay where they were.
+func TestDictationFromAnotherWindowKeepsMappings(t *testing.T) {
+	dir := t.TempDir()
+	wav := filepath.Join(dir, "speech.wav")
+	silentWAV(t, wav, 16000)
+	d := startDictation(t, fmt.Sprintf(`, dictation = { recorder = { cmd = { %q, %q, "{file}" } }, engine = "cmd", cmd = { %q, "{file}" } }`,
+		dictRecorder(t, dir), wav, dictFakeEngine(t, dir)))
+	d.open(t)
+	d.Exec(t, `vim.cmd("botright new") vim.keymap.set("i", "<C-c>", "<Nop>", { buffer = 0, desc = "scratch" })`)
+	d.Exec(t, `vim.cmd("ClaudeDictate")`)
+	if ev := waitDict(t, d.editor, "started", "error"); ev.State != "started" || ev.Target != "chat" {
+		t.Fatalf("%+v notes %v", ev, d.notes(t))
+	}
+	d.Exec(t, `vim.cmd("ClaudeDictate cancel")`)
+	waitDict(t, d.editor, "cancelled")
+	var got struct {
+		Prompt  []string `json:"prompt"`
+		Scratch []string `json:"scratch"`
+	}
+	d.Eval(t, `local function maps(buf)
+  local out = {}
+  for _, m in ipairs({ "n", "i" }) do
+    for _, k in ipairs(vim.api.nvim_buf_get_keymap(buf, m)) do
+      if k.lhs == "<C-C>" then table.insert(out, m .. ":" .. (k.desc or "")) end
+    end
+  end
+  return out
+end
+return { prompt = maps(require("claude.chat").get("1").pbuf), scratch = maps(0) }`, &got)
+	if strings.Join(got.Prompt, ",") != "n:nvim-claude: interrupt the turn,i:nvim-claude: interrupt the turn" {
+		t.Errorf("the prompt's <C-c> after dictation: %q", got.Prompt)
+	}
+	if strings.Join(got.Scratch, ",") != "i:scratch" {
+		t.Errorf("the current buffer's <C-c> after dictation: %q", got.Scratch)
+	}
+	d.noRecordings(t)
+}

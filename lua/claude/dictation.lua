@@ -291,7 +291,11 @@ local function map_temp(buf)
   local modes = vim.b[buf].claude_terminal and { "t", "n" } or { "i", "n" }
   for _, m in ipairs(modes) do
     for lhs, fn in pairs({ ["<Esc>"] = M.stop, ["<C-c>"] = M.cancel }) do
-      local old = vim.fn.maparg(lhs, m, false, true)
+      -- the target's own mapping (it need not be the current buffer:
+      -- :ClaudeDictate from another window dictates into the terminal)
+      local old = api.nvim_buf_call(buf, function()
+        return vim.fn.maparg(lhs, m, false, true)
+      end)
       if old and old.buffer == 1 then
         table.insert(saved, { mode = m, map = old })
       end
