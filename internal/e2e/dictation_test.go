@@ -1158,3 +1158,60 @@ return { prompt = maps(require("claude.chat").get("1").pbuf), scratch = maps(0) 
 	}
 	d.noRecordings(t)
 }
+
+// The recordings' directory is predictable: where it is a symlink, or
+// someone else's directory (a cache shared with others), nothing records
+// and the error says what to do; the place it points to gets no audio.
+func TestDictationRefusesForeignDirectory(t *testing.T) {
+	dir := t.TempDir()
+	wav := filepath.Join(dir, "speech.wav")
+	silentWAV(t, wav, 16000)
+	cases := []struct {
+		name  string
+		plant func(t *testing.T, base, elsewhere string)
+		want  string
+	}{
+		{"symlink", func(t *testing.T, base, elsewhere string) {
+			if err := os.Symlink(elsewhere, base); err != nil {
+				t.Fatal(err)
+			}
+		}, "is not a directory of yours (link)"},
+		{"another user's", func(t *testing.T, base, _ string) {
+			if os.Getuid() != 0 {
+				t.Skip("making a directory someone else's needs root")
+			}
+			if err := os.Mkdir(base, 0o777); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chown(base, 65534, 65534); err != nil {
+				t.Fatal(err)
+			}
+		}, "is not a directory of yours (owned by uid 65534)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := startDictation(t, fmt.Sprintf(`, dictation = { recorder = { cmd = { %q, %q, "{file}" } }, engine = "cmd", cmd = { %q, "{file}" } }`,
+				dictRecorder(t, dir), wav, dictFakeEngine(t, dir)))
+			base := filepath.Join(d.cache, "nvim", "nvim-claude-dictation")
+			elsewhere := t.TempDir()
+			if err := os.MkdirAll(filepath.Dir(base), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			c.plant(t, base, elsewhere)
+			d.open(t)
+			d.focus(t, "1", "p")
+			d.Exec(t, `vim.cmd("ClaudeDictate")`)
+			ev := waitDict(t, d.editor, "error", "started")
+			if ev.State != "error" || !strings.Contains(ev.Error, c.want) {
+				t.Errorf("event %+v, want an error with %q", ev, c.want)
+				d.Exec(t, `vim.cmd("ClaudeDictate cancel")`)
+			}
+			if ns := d.notes(t); len(ns) != 1 || !strings.Contains(ns[0].Msg, "remove it") {
+				t.Errorf("notes %v", ns)
+			}
+			if m, _ := filepath.Glob(filepath.Join(elsewhere, "*")); len(m) != 0 {
+				t.Errorf("recordings went to %s: %v", elsewhere, m)
+			}
+		})
+	}
+}

@@ -177,11 +177,25 @@ function M.base_dir()
   return vim.fn.stdpath("cache") .. "/nvim-claude-dictation"
 end
 
-local function mkdir_private(path)
-  uv.fs_mkdir(path, 448) -- 0700; fails harmlessly when it exists
-  uv.fs_chmod(path, 448)
-  local st = uv.fs_stat(path)
-  return st and st.type == "directory"
+-- mkdir_private makes path a private directory (0700) of this user's; with
+-- fresh, one made now (not one that was there). A symlink or a directory
+-- someone else owns is refused: in a cache shared with others the audio
+-- would land where they can read it, or be redirected there. Returns
+-- true, or nil and why.
+local function mkdir_private(path, fresh)
+  local made, _, code = uv.fs_mkdir(path, 448) -- 0700
+  if not made and (fresh or code ~= "EEXIST") then
+    return nil, "cannot create " .. path .. " (" .. tostring(code) .. ")"
+  end
+  local st = uv.fs_lstat(path)
+  if not st or st.type ~= "directory" or st.uid ~= uv.getuid() then
+    return nil, path .. " is not a directory of yours (" .. (st and (st.type ~= "directory" and st.type or "owned by uid " .. st.uid) or "gone")
+      .. "): remove it, or set $XDG_CACHE_HOME to a private directory"
+  end
+  if not uv.fs_chmod(path, 448) then
+    return nil, "cannot make " .. path .. " private (chmod 0700)"
+  end
+  return true
 end
 
 local function pid_alive(pid)
@@ -217,14 +231,16 @@ local function make_dir()
   end
   local base = M.base_dir()
   vim.fn.mkdir(vim.fn.fnamemodify(base, ":h"), "p")
-  if not mkdir_private(base) then
-    return nil, "cannot create " .. base
+  local ok, why = mkdir_private(base)
+  if not ok then
+    return nil, why
   end
   seq = seq + 1
   local dir = string.format("%s/%d-%d", base, vim.fn.getpid(), seq)
-  vim.fn.delete(dir, "rf")
-  if not mkdir_private(dir) then
-    return nil, "cannot create " .. dir
+  vim.fn.delete(dir, "rf") -- an earlier Neovim's with this pid
+  ok, why = mkdir_private(dir, true)
+  if not ok then
+    return nil, why
   end
   local file = dir .. "/audio.wav"
   local fd = uv.fs_open(file, "w", 384) -- 0600, before the recorder opens it
@@ -657,6 +673,7 @@ function M.start()
   if not dir then
     pcall(api.nvim_buf_del_extmark, target.buf, ns, target.mark or -1)
     notify("dictation: " .. file, vim.log.levels.ERROR)
+    emit("error", { error = file, target = target.kind, buf = target.buf })
     return
   end
   local s = { dir = dir, file = file, target = target, phase = "recording", started = uv.now(), winbars = {} }
