@@ -1215,3 +1215,55 @@ func TestDictationRefusesForeignDirectory(t *testing.T) {
 		})
 	}
 }
+
+// The target closing while recording (the chat's prompt wiped, the Claude
+// terminal's CLI exiting) stops the recording at once: no microphone left
+// on with no indicator; the words, with nowhere to go, are in the warning.
+func TestDictationTargetClosesWhileRecording(t *testing.T) {
+	dir := t.TempDir()
+	wav := filepath.Join(dir, "speech.wav")
+	silentWAV(t, wav, 16000)
+	opts := fmt.Sprintf(`, terminal_cmd = { %q }, dictation = { recorder = { cmd = { %q, %q, "{file}" } }, engine = "cmd", cmd = { %q, "{file}" } }`,
+		termEcho(t, dir), dictRecorder(t, dir), wav, dictFakeEngine(t, dir))
+	check := func(t *testing.T, d *dictEditor, kind string) {
+		t.Helper()
+		ev := waitDict(t, d.editor, "error", "done")
+		if ev.State != "error" || !strings.Contains(ev.Error, "is gone") && !strings.Contains(ev.Error, "has exited") || ev.Text != "list the files in this directory" {
+			t.Errorf("event %+v", ev)
+		}
+		notes := fmt.Sprint(d.notes(t))
+		if !strings.Contains(notes, "the "+kind+" closed while recording: stopped") || !strings.Contains(notes, "(the text: list the files in this directory)") {
+			t.Errorf("notes %s", notes)
+		}
+		d.noRecordings(t)
+	}
+	t.Run("chat", func(t *testing.T) {
+		d := startDictation(t, opts)
+		d.open(t)
+		d.focus(t, "1", "p")
+		d.Exec(t, `vim.cmd("ClaudeDictate")`)
+		waitDict(t, d.editor, "started")
+		var recPID int
+		d.Eval(t, `return require("claude.dictation")._session().rec_pid`, &recPID)
+		killOnCleanup(t, recPID)
+		d.waitAudio(t)
+		d.Exec(t, `vim.cmd("bwipeout! " .. require("claude.chat").get("1").pbuf)`)
+		check(t, d, "chat prompt")
+		waitGone(t, recPID, "the recorder")
+	})
+	t.Run("terminal", func(t *testing.T) {
+		d := startDictationWith(t, opts, false)
+		st := d.startTerminal(t, "READY")
+		d.Exec(t, `vim.api.nvim_set_current_win(vim.fn.win_findbuf(...)[1]) vim.cmd("ClaudeDictate")`, st.Terminal.Bufnr)
+		waitDict(t, d.editor, "started")
+		var recPID int
+		d.Eval(t, `return require("claude.dictation")._session().rec_pid`, &recPID)
+		killOnCleanup(t, recPID)
+		d.waitAudio(t)
+		if err := syscall.Kill(st.Terminal.PID, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		check(t, d, "Claude terminal")
+		waitGone(t, recPID, "the recorder")
+	})
+}

@@ -21,6 +21,7 @@ local uv = util.uv
 local cur = nil
 local seq = 0
 local swept = false
+local group = nil -- the augroup, made at the first dictation
 local ns = api.nvim_create_namespace("claude_dictation")
 
 local function opts()
@@ -374,6 +375,9 @@ local function finish()
     uv.kill(-s.rec_pid, "sigterm")
   end
   vim.fn.delete(s.dir, "rf")
+  if s.au then
+    pcall(api.nvim_del_autocmd, s.au)
+  end
   unmap_temp(s.target.buf, s.maps or {})
   for w, old in pairs(s.winbars or {}) do
     if api.nvim_win_is_valid(w) then
@@ -679,6 +683,20 @@ function M.start()
   local s = { dir = dir, file = file, target = target, phase = "recording", started = uv.now(), winbars = {} }
   cur = s
   s.maps = map_temp(target.buf)
+  -- Its buffer gone (the chat closed, the CLI exited): the indicator and
+  -- the keys went with it, so the microphone must not stay on unseen.
+  -- The recording so far is transcribed; the text, with nowhere to go,
+  -- is shown in the warning.
+  s.au = api.nvim_create_autocmd({ "BufWipeout", "TermClose" }, {
+    group = group,
+    buffer = target.buf,
+    callback = function()
+      if cur == s and s.phase == "recording" then
+        notify("dictation: the " .. (target.kind == "chat" and "chat prompt" or "Claude terminal") .. " closed while recording: stopped", vim.log.levels.WARN)
+        M.stop()
+      end
+    end,
+  })
   start_recorder(s, list, 1, {})
   if cur ~= s then
     return -- no recorder could start
@@ -784,7 +802,6 @@ function M.map_buffer(buf)
   vim.keymap.set(modes, key, M.toggle, { buffer = buf, nowait = true, silent = true, desc = "nvim-claude: dictate (start/stop)" })
 end
 
-local group = nil
 function M._autocmds()
   if group then
     return
