@@ -473,6 +473,14 @@ func TestDictationEngineMissing(t *testing.T) {
 	wav := filepath.Join(dir, "speech.wav")
 	silentWAV(t, wav, 16000)
 	rec := dictRecorder(t, dir)
+	// a PocketSphinx 0.8 installed under dir, its model not
+	if err := os.Mkdir(filepath.Join(dir, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sphinxNoModel := filepath.Join(dir, "bin", "pocketsphinx_continuous")
+	if err := os.WriteFile(sphinxNoModel, []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name, opts, want string
 	}{
@@ -483,6 +491,10 @@ func TestDictationEngineMissing(t *testing.T) {
 		{"whisper model missing", `engine = "whisper", whisper = { cmd = "/bin/true", model = "/nonexistent/ggml-base.en.bin" }`,
 			"whisper.cpp: model /nonexistent/ggml-base.en.bin is not a readable file"},
 		{"cmd", `engine = "cmd", cmd = { "/nonexistent/stt" }`, "dictation.cmd: /nonexistent/stt is not executable"},
+		// Debian's pocketsphinx without pocketsphinx-en-us (not one of its
+		// dependencies): it would fail on every recording, saying nothing
+		{"pocketsphinx no model", fmt.Sprintf(`engine = "pocketsphinx", pocketsphinx = { cmd = %q }`, sphinxNoModel),
+			"PocketSphinx: its US English model is not installed (no " + filepath.Join(dir, "share/pocketsphinx/model/en-us/en-us") + "; Debian: apt-get install pocketsphinx-en-us"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

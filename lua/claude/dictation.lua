@@ -135,7 +135,17 @@ function M.engine()
       vim.list_extend(cmd, { "single", "{file}" })
       return { name = "PocketSphinx (" .. bin .. ")", cmd = cmd, json = true }
     end
-    -- Debian 12's 0.8 (5prealpha): a line of text per utterance.
+    -- Debian 12's 0.8 (5prealpha): a line of text per utterance. Its
+    -- model is another package (pocketsphinx-en-us, not a dependency):
+    -- without it every run fails, saying nothing (-logfn /dev/null), so
+    -- it is looked for where the binary's prefix keeps it.
+    if not vim.tbl_contains(p.args or {}, "-hmm") then
+      local prefix = vim.fn.fnamemodify(vim.fn.resolve(vim.fn.exepath(bin)), ":h:h")
+      local model = prefix .. "/share/pocketsphinx/model/en-us/en-us"
+      if vim.fn.isdirectory(model) ~= 1 then
+        return nil, "PocketSphinx: its US English model is not installed (no " .. model .. "; Debian: apt-get install pocketsphinx-en-us, or give -hmm, -lm and -dict in dictation.pocketsphinx.args)"
+      end
+    end
     cmd = { bin, "-infile", "{file}", "-logfn", "/dev/null" }
     vim.list_extend(cmd, p.args or {})
     return { name = "PocketSphinx (" .. bin .. ")", cmd = cmd }
