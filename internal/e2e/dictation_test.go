@@ -1279,3 +1279,29 @@ func TestDictationTargetClosesWhileRecording(t *testing.T) {
 		waitGone(t, recPID, "the recorder")
 	})
 }
+
+// Neovim killed while recording (SIGKILL: no VimLeavePre, no job stop):
+// the recorder does not go on recording, orphaned; its directory is swept
+// by the next Neovim that dictates (TestDictationSweep).
+func TestDictationNeovimKilledStopsRecorder(t *testing.T) {
+	dir := t.TempDir()
+	wav := filepath.Join(dir, "speech.wav")
+	silentWAV(t, wav, 16000)
+	d := startDictation(t, fmt.Sprintf(`, dictation = { recorder = { cmd = { %q, %q, "{file}" } }, engine = "cmd", cmd = { %q, "{file}" } }`,
+		dictRecorder(t, dir), wav, dictFakeEngine(t, dir)))
+	d.open(t)
+	d.focus(t, "1", "p")
+	d.Exec(t, `vim.cmd("ClaudeDictate")`)
+	waitDict(t, d.editor, "started")
+	d.waitAudio(t)
+	var recPID, nvimPID int
+	d.Eval(t, `return require("claude.dictation")._session().rec_pid`, &recPID)
+	d.Eval(t, `return vim.fn.getpid()`, &nvimPID)
+	t.Cleanup(func() { _ = syscall.Kill(-recPID, syscall.SIGKILL) })
+	if err := syscall.Kill(nvimPID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, nvimPID, "Neovim")
+	_ = d.Nvim.Close()
+	waitGone(t, recPID, "the recorder of a killed Neovim")
+}

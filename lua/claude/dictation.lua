@@ -601,7 +601,14 @@ local function start_recorder(s, list, i, tried)
     return fail(msg)
   end
   local err = {}
-  local argv = { "sh", "-c", 'umask 077 && exec "$@"', "sh" }
+  -- umask 077: whatever the recorder writes is private. The watchdog
+  -- reads the job's stdin, a pipe from Neovim: at its end (Neovim killed,
+  -- with no chance to stop the job) it ends the job's process group, so
+  -- no microphone stays on after a crash. The recorder keeps the job's pid.
+  local argv = { "sh", "-c", [[umask 077 || exit 1
+exec 3<&0
+{ cat <&3 >/dev/null 2>&1; kill -TERM 0; } >/dev/null 2>&1 &
+exec "$@" 3<&- </dev/null]], "sh" }
   vim.list_extend(argv, expand(r.cmd, s.file))
   local started = uv.now()
   local ok, job = pcall(vim.fn.jobstart, argv, {
