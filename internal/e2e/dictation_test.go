@@ -1305,3 +1305,30 @@ func TestDictationNeovimKilledStopsRecorder(t *testing.T) {
 	_ = d.Nvim.Close()
 	waitGone(t, recPID, "the recorder of a killed Neovim")
 }
+
+// Text that cannot be inserted (the prompt made 'nomodifiable' meanwhile)
+// is an error naming the words, and the session still ends: no keys, no
+// file left, and the next dictation starts.
+func TestDictationInsertFails(t *testing.T) {
+	dir := t.TempDir()
+	wav := filepath.Join(dir, "speech.wav")
+	silentWAV(t, wav, 16000)
+	d := startDictation(t, fmt.Sprintf(`, dictation = { recorder = { cmd = { %q, %q, "{file}" } }, engine = "cmd", cmd = { %q, "{file}" } }`,
+		dictRecorder(t, dir), wav, dictFakeEngine(t, dir)))
+	d.open(t)
+	d.focus(t, "1", "p")
+	d.Exec(t, `vim.cmd("ClaudeDictate")`)
+	waitDict(t, d.editor, "started")
+	d.waitAudio(t)
+	d.Exec(t, `vim.bo.modifiable = false vim.cmd("ClaudeDictate stop")`)
+	ev := waitDict(t, d.editor, "error", "done")
+	if ev.State != "error" || !strings.Contains(ev.Error, "the text: list the files in this directory") {
+		t.Errorf("event %+v", ev)
+	}
+	var st any
+	d.Eval(t, `return require("claude.dictation").state()`, &st)
+	if st != nil {
+		t.Errorf("session still there: %v", st)
+	}
+	d.noRecordings(t)
+}

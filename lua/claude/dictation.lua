@@ -574,7 +574,13 @@ local function transcribe(s)
           return fail(string.format("the engine %s failed (%s)", eng.name, why_exit(code, err)))
         end
         local text = M.clean(table.concat(out, " "))
-        local delivered, reason = deliver(s, text)
+        -- deliver() must not throw past finish(): a prompt made
+        -- 'nomodifiable', a channel gone would leave the session stuck,
+        -- its keys mapped and its file behind
+        local okd, delivered, reason = pcall(deliver, s, text)
+        if not okd then
+          delivered, reason = false, string.format("could not insert the text (%s; the text: %s)", tostring(delivered), text)
+        end
         local kind = s.target.kind
         finish()
         if not delivered then
