@@ -1332,3 +1332,25 @@ func TestDictationInsertFails(t *testing.T) {
 	}
 	d.noRecordings(t)
 }
+
+// A mapping of the user's in the Claude terminal (made on its FileType
+// event, as the docs show) is not replaced by the dictation key.
+func TestDictationKeyLeavesUserTerminalMapping(t *testing.T) {
+	dir := t.TempDir()
+	d := startDictationWith(t, fmt.Sprintf(`, terminal_cmd = { %q }`, termEcho(t, dir)), false)
+	d.Exec(t, `vim.api.nvim_create_autocmd("FileType", { pattern = "claude", callback = function(ev)
+  vim.keymap.set("t", "<C-g>", "<Nop>", { buffer = ev.buf, desc = "mine" })
+end })`)
+	st := d.startTerminal(t, "READY")
+	var descs []string
+	d.Eval(t, `local out = {}
+for _, m in ipairs({ "t", "n" }) do
+  for _, k in ipairs(vim.api.nvim_buf_get_keymap(..., m)) do
+    if k.lhs == "<C-G>" then table.insert(out, m .. ":" .. (k.desc or "")) end
+  end
+end
+return out`, &descs, st.Terminal.Bufnr)
+	if got := strings.Join(descs, ","); got != "t:mine,n:nvim-claude: dictate (start/stop)" {
+		t.Errorf("<C-g> in the terminal: %q, want the user's in Terminal mode, dictation's in Normal mode", got)
+	}
+}
