@@ -829,16 +829,37 @@ func TestDictationCheckhealth(t *testing.T) {
 		}
 	}
 	engine := dictFakeEngine(t, dir)
+	// a PocketSphinx 0.8 with its model, installed under dir/ps
+	sphinxBin := filepath.Join(dir, "ps", "bin", "pocketsphinx_continuous")
+	if err := os.MkdirAll(filepath.Join(dir, "ps", "share", "pocketsphinx", "model", "en-us", "en-us"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(sphinxBin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(sphinxBin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name, opts string
 		want       []string
 	}{
+		{"pocketsphinx before cmd", fmt.Sprintf(`dictation = { cmd = { %q }, pocketsphinx = { cmd = %q } }`, engine, sphinxBin), []string{
+			"engine: PocketSphinx (" + sphinxBin + ")",
+			`dictation.cmd is set, but PocketSphinx (` + sphinxBin + `) comes first with engine = "auto": set engine = "cmd" to use yours`,
+		}},
 		{"nothing", `dictation = { recorder = { cmd = { "/nonexistent/rec" } } }`, []string{
 			"recorder /nonexistent/rec (dictation.recorder.cmd) is not executable",
 			"no speech-to-text engine", "apt-get install pocketsphinx pocketsphinx-en-us",
 		}},
 		{"found", fmt.Sprintf(`dictation = { cmd = { %q } }`, engine), []string{
 			"recorder: arecord", "engine: " + engine,
+		}},
+		// "auto" passes over a whisper.cpp set up wrong: said here, as
+		// nothing says it when dictating
+		{"whisper passed over", fmt.Sprintf(`dictation = { cmd = { %q }, whisper = { cmd = "/bin/true", model = "/nonexistent/ggml-base.en.bin" } }`, engine), []string{
+			"engine: " + engine,
+			"dictation.whisper is set but not used (whisper.cpp: model /nonexistent/ggml-base.en.bin is not a readable file",
 		}},
 	}
 	for _, c := range cases {
@@ -1354,3 +1375,4 @@ return out`, &descs, st.Terminal.Bufnr)
 		t.Errorf("<C-g> in the terminal: %q, want the user's in Terminal mode, dictation's in Normal mode", got)
 	}
 }
+

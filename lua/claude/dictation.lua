@@ -85,10 +85,11 @@ function M.recorders()
 end
 
 --- The engine to use: {name, cmd (argv, {file} placeholder), parse} or
---- nil plus why not.
-function M.engine()
+--- nil plus why not. want: "whisper", "pocketsphinx", "cmd" or "auto"
+--- (default: the dictation.engine option).
+function M.engine(want)
   local o = opts()
-  local want = o.engine
+  want = want or o.engine
   local function whisper()
     local w = o.whisper
     if not w.cmd or not w.model then
@@ -864,6 +865,16 @@ function M.health(h)
   local eng, why = M.engine()
   if eng then
     h.ok("engine: " .. eng.name)
+    -- "auto" passes over an engine the user configured without saying so
+    -- when dictating: say it here
+    local o = opts()
+    if o.engine == "auto" and (o.whisper.cmd or o.whisper.model) and not eng.name:find("^whisper") then
+      local _, wwhy = M.engine("whisper")
+      h.warn("dictation.whisper is set but not used (" .. tostring(wwhy) .. ")")
+    end
+    if o.engine == "auto" and o.cmd and eng.name:find("^PocketSphinx") then
+      h.info("dictation.cmd is set, but " .. eng.name .. ' comes first with engine = "auto": set engine = "cmd" to use yours')
+    end
   elseif opts().engine == "auto" and not opts().whisper.cmd and not opts().cmd then
     h.info(why .. ": " .. M.engine_hint)
   else
