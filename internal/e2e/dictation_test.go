@@ -1376,3 +1376,55 @@ return out`, &descs, st.Terminal.Bufnr)
 	}
 }
 
+// Neovim exiting (:qa!, SIGTERM, SIGHUP) while recording or transcribing
+// leaves no recording in the cache and no recorder or engine running.
+func TestDictationExitCleansUp(t *testing.T) {
+	for _, c := range []struct {
+		name, phase string
+		end         func(t *testing.T, d *dictEditor)
+	}{
+		{":qa! recording", "recording", func(t *testing.T, d *dictEditor) { _ = d.Command("qa!") }},
+		{":qa! transcribing", "transcribing", func(t *testing.T, d *dictEditor) { _ = d.Command("qa!") }},
+		{"SIGTERM recording", "recording", func(t *testing.T, d *dictEditor) { signalNvim(t, d.editor, syscall.SIGTERM) }},
+		{"SIGHUP transcribing", "transcribing", func(t *testing.T, d *dictEditor) { signalNvim(t, d.editor, syscall.SIGHUP) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			wav := filepath.Join(dir, "speech.wav")
+			silentWAV(t, wav, 16000)
+			slow := filepath.Join(dir, "slow-engine")
+			if err := os.WriteFile(slow, []byte("#!/bin/sh\necho $$ > \"$(dirname \"$0\")/engine.pid\"\necho partial words\nexec sleep 600\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			d := startDictation(t, fmt.Sprintf(`, dictation = { recorder = { cmd = { %q, %q, "{file}" } }, engine = "cmd", cmd = { %q, "{file}" } }`,
+				dictRecorder(t, dir), wav, slow))
+			d.open(t)
+			d.focus(t, "1", "p")
+			d.Exec(t, `vim.cmd("ClaudeDictate")`)
+			waitDict(t, d.editor, "started")
+			d.waitAudio(t)
+			var pid, nvimPID int
+			d.Eval(t, `return require("claude.dictation")._session().rec_pid`, &pid)
+			d.Eval(t, `return vim.fn.getpid()`, &nvimPID)
+			what := "the recorder"
+			if c.phase == "transcribing" {
+				d.Exec(t, `vim.cmd("ClaudeDictate stop")`)
+				waitDict(t, d.editor, "partial")
+				pidFile := filepath.Join(dir, "engine.pid")
+				waitFile(t, pidFile, true)
+				b, _ := os.ReadFile(pidFile)
+				pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+				what = "the engine"
+			}
+			killOnCleanup(t, pid)
+			if len(d.recordings(t)) != 1 {
+				t.Fatalf("recordings while %s: %v", c.phase, d.recordings(t))
+			}
+			c.end(t, d)
+			waitGone(t, nvimPID, "Neovim")
+			_ = d.Nvim.Close()
+			waitGone(t, pid, what)
+			d.noRecordings(t)
+		})
+	}
+}
