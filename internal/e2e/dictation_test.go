@@ -1433,3 +1433,41 @@ func TestDictationExitCleansUp(t *testing.T) {
 		})
 	}
 }
+
+// :ClaudeDictate from another window into a chat whose windows are closed:
+// the indicator and the keys are out of sight, so a note says the
+// microphone is on and how to stop it (none when the prompt is in sight).
+func TestDictationHiddenTargetSaysSo(t *testing.T) {
+	dir := t.TempDir()
+	wav := filepath.Join(dir, "speech.wav")
+	silentWAV(t, wav, 16000)
+	d := startDictation(t, fmt.Sprintf(`, dictation = { recorder = { cmd = { %q, %q, "{file}", "once" } }, engine = "cmd", cmd = { %q, "{file}" } }`,
+		dictRecorder(t, dir), wav, dictFakeEngine(t, dir)))
+	d.open(t)
+	d.Exec(t, `vim.cmd("botright new")`)
+	d.Exec(t, `vim.cmd("ClaudeDictate")`)
+	if ev := waitDict(t, d.editor, "done", "error"); ev.State != "done" {
+		t.Fatalf("%+v", ev)
+	}
+	if ns := d.notes(t); len(ns) != 0 {
+		t.Errorf("notes with the prompt in sight: %v", ns)
+	}
+	d.Exec(t, `_G.dict = {}
+local chat = require("claude.chat").get("1")
+for _, b in ipairs({ chat.pbuf, chat.tbuf }) do
+  for _, w in ipairs(vim.fn.win_findbuf(b)) do pcall(vim.api.nvim_win_close, w, true) end
+end`)
+	var shown int
+	d.Eval(t, `return #vim.fn.win_findbuf(require("claude.chat").get("1").pbuf)`, &shown)
+	if shown != 0 {
+		t.Fatalf("the prompt is still in %d windows", shown)
+	}
+	d.Exec(t, `vim.cmd("ClaudeDictate")`)
+	if ev := waitDict(t, d.editor, "done", "error"); ev.State != "done" || ev.Target != "chat" {
+		t.Fatalf("%+v", ev)
+	}
+	want := "nvim-claude: dictation: recording for the hidden chat prompt (:ClaudeDictate stops, :ClaudeDictate cancel discards)"
+	if ns := d.notes(t); len(ns) != 1 || ns[0].Msg != want {
+		t.Errorf("notes %v, want %q", ns, want)
+	}
+}

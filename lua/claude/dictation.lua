@@ -726,6 +726,12 @@ function M.start()
     return -- no recorder could start
   end
   emit("started", { recorder = s.rec_name, engine = eng.name })
+  if #vim.fn.win_findbuf(target.buf) == 0 then
+    -- a hidden chat or terminal: its winbar and keys are out of sight,
+    -- so say that the microphone is on, and how to stop it
+    notify(string.format("dictation: recording for the hidden %s (:ClaudeDictate stops, :ClaudeDictate cancel discards)",
+      target.kind == "chat" and "chat prompt" or "Claude terminal"), vim.log.levels.INFO)
+  end
   s.timer = uv.new_timer()
   local max = opts().max_seconds
   s.timer:start(0, 1000, vim.schedule_wrap(function()
