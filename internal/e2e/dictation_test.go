@@ -1236,6 +1236,16 @@ func TestDictationRefusesForeignDirectory(t *testing.T) {
 				t.Fatal(err)
 			}
 			c.plant(t, base, elsewhere)
+			// what looks like a killed Neovim's recording where the symlink
+			// points: not ours to sweep
+			gone := exec.Command("true")
+			if err := gone.Run(); err != nil {
+				t.Fatal(err)
+			}
+			keep := filepath.Join(elsewhere, fmt.Sprintf("%d-1", gone.Process.Pid))
+			if err := os.Mkdir(keep, 0o700); err != nil {
+				t.Fatal(err)
+			}
 			d.open(t)
 			d.focus(t, "1", "p")
 			d.Exec(t, `vim.cmd("ClaudeDictate")`)
@@ -1247,8 +1257,8 @@ func TestDictationRefusesForeignDirectory(t *testing.T) {
 			if ns := d.notes(t); len(ns) != 1 || !strings.Contains(ns[0].Msg, "remove it") {
 				t.Errorf("notes %v", ns)
 			}
-			if m, _ := filepath.Glob(filepath.Join(elsewhere, "*")); len(m) != 0 {
-				t.Errorf("recordings went to %s: %v", elsewhere, m)
+			if m, _ := filepath.Glob(filepath.Join(elsewhere, "*")); len(m) != 1 || m[0] != keep {
+				t.Errorf("in %s: %v, want only %s (no recording, and nothing swept there)", elsewhere, m, keep)
 			}
 		})
 	}

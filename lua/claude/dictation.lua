@@ -220,6 +220,12 @@ end
 local function sweep()
   swept = true
   local base = M.base_dir()
+  -- only in our own directory: through a symlink it would delete
+  -- whatever is there (make_dir then refuses it)
+  local st = uv.fs_lstat(base)
+  if not st or st.type ~= "directory" or st.uid ~= uv.getuid() then
+    return
+  end
   local h = uv.fs_scandir(base)
   if not h then
     return
