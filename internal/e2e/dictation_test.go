@@ -1481,3 +1481,52 @@ end`)
 		t.Errorf("notes %v, want %q", ns, want)
 	}
 }
+
+// A recorder that fails after recording (a device unplugged) keeps what
+// it recorded: it is transcribed, with a warning naming the recorder and
+// why; the next recorder does not start over the file.
+func TestDictationRecorderFailsAfterRecording(t *testing.T) {
+	dir := t.TempDir()
+	wav := filepath.Join(dir, "speech.wav")
+	silentWAV(t, wav, 16000)
+	bin := filepath.Join(dir, "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, script string) {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// pw-record records, then its device goes; the others would start
+	// over the file with nothing
+	write("pw-record", fmt.Sprintf("#!/bin/sh\nfor f; do :; done\ncp %q \"$f\"\necho 'pw-record: stream error: device disconnected' >&2\nexit 1\n", wav))
+	for _, name := range []string{"parecord", "arecord", "rec", "sox"} {
+		write(name, "#!/bin/sh\nfor f; do :; done\n: > \"$f\"\nexit 1\n")
+	}
+	cache := t.TempDir()
+	e := startEditor(t, editorOpts{
+		extra: fmt.Sprintf(`, dictation = { engine = "cmd", cmd = { %q, "{file}" } }`, dictFakeEngine(t, dir)),
+		nvim:  []string{"XDG_CACHE_HOME=" + cache, "PATH=" + bin + ":/usr/bin:/bin"},
+	})
+	var ok bool
+	e.Eval(t, `return vim.fn.has("nvim-0.8") == 1`, &ok)
+	if !ok {
+		t.Skip("dictation needs Neovim 0.8+")
+	}
+	e.Exec(t, captureNotify)
+	e.Exec(t, chatStub)
+	e.Exec(t, dictEvents)
+	d := &dictEditor{chatUI: &chatUI{e}, cache: cache}
+	d.open(t)
+	d.focus(t, "1", "p")
+	d.Exec(t, `vim.cmd("ClaudeDictate")`)
+	if ev := waitDict(t, d.editor, "done", "error"); ev.State != "done" || d.promptText(t) != "list the files in this directory" {
+		t.Fatalf("%+v prompt %q notes %v", ev, d.promptText(t), d.notes(t))
+	}
+	want := "nvim-claude: dictation: the recorder pw-record stopped (exit 1: pw-record: stream error: device disconnected): transcribing what it recorded"
+	if ns := d.notes(t); len(ns) != 1 || ns[0].Msg != want {
+		t.Errorf("notes %v, want %q", ns, want)
+	}
+	d.noRecordings(t)
+}

@@ -642,7 +642,13 @@ exec "$@" 3<&- </dev/null]], "sh" }
           -- it stopped by itself: a failure (or a recorder that exits at
           -- the end of its input, which is a recording like any other)
           local st = uv.fs_stat(s.file)
-          if code == 0 and st and st.size > 44 then
+          if st and st.size > 44 then
+            -- it recorded, then failed (a device unplugged, the sound
+            -- server restarted): what was said is kept, not overwritten
+            -- by the next recorder nor thrown away
+            if code ~= 0 then
+              notify(string.format("dictation: the recorder %s stopped (%s): transcribing what it recorded", r.name, why_exit(code, err)), vim.log.levels.WARN)
+            end
             s.phase = "stopping"
             emit("stopped", { seconds = (uv.now() - started) / 1000 })
             return transcribe(s)
