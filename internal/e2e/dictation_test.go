@@ -1530,3 +1530,23 @@ func TestDictationRecorderFailsAfterRecording(t *testing.T) {
 	}
 	d.noRecordings(t)
 }
+
+// With no chat and no Claude terminal there is nothing to dictate into:
+// a warning says what to open, and the event says it too (a statusline
+// listening to ClaudeDictation learns of every failure).
+func TestDictationNoTarget(t *testing.T) {
+	dir := t.TempDir()
+	wav := filepath.Join(dir, "speech.wav")
+	silentWAV(t, wav, 16000)
+	d := startDictation(t, fmt.Sprintf(`, dictation = { recorder = { cmd = { %q, %q, "{file}" } }, engine = "cmd", cmd = { %q, "{file}" } }`,
+		dictRecorder(t, dir), wav, dictFakeEngine(t, dir)))
+	d.Exec(t, `vim.cmd("ClaudeDictate")`)
+	ev := waitDict(t, d.editor, "error", "started")
+	if ev.State != "error" || ev.Error != "no chat prompt or Claude terminal to dictate into" {
+		t.Errorf("event %+v", ev)
+	}
+	if ns := d.notes(t); len(ns) != 1 || !strings.Contains(ns[0].Msg, "open the chat (:ClaudeChat) or the Claude terminal (:ClaudeStart) first") {
+		t.Errorf("notes %v", ns)
+	}
+	d.noRecordings(t)
+}

@@ -707,6 +707,7 @@ function M.start()
   local target = find_target()
   if not target then
     notify("dictation: open the chat (:ClaudeChat) or the Claude terminal (:ClaudeStart) first", vim.log.levels.WARN)
+    emit("error", { error = "no chat prompt or Claude terminal to dictate into" })
     return
   end
   local dir, file = make_dir()
