@@ -1550,3 +1550,44 @@ func TestDictationNoTarget(t *testing.T) {
 	}
 	d.noRecordings(t)
 }
+
+// PocketSphinx 5 (its `pocketsphinx` CLI; a stand-in, Debian 12 ships
+// 0.8) is run as `[args] single FILE`, and the text is taken from the
+// JSON object it prints per utterance.
+func TestDictationPocketSphinx5CommandLine(t *testing.T) {
+	dir := t.TempDir()
+	wav := filepath.Join(dir, "speech.wav")
+	silentWAV(t, wav, 16000)
+	bin := filepath.Join(dir, "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ps := filepath.Join(bin, "pocketsphinx")
+	script := `#!/bin/sh
+printf '%s\n' "$@" > "$(dirname "$0")/args"
+echo 'INFO: loading the model' >&2
+printf '{"b":0.000,"d":1.200,"p":1.000,"t":"open the main","w":[]}\n'
+printf '{"b":1.500,"d":0.600,"p":1.000,"t":"function","w":[]}\n'
+`
+	if err := os.WriteFile(ps, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d := startDictation(t, fmt.Sprintf(`, dictation = { recorder = { cmd = { %q, %q, "{file}", "once" } }, engine = "pocketsphinx", pocketsphinx = { cmd = %q, args = { "-samprate", "16000" } } }`,
+		dictRecorder(t, dir), wav, ps))
+	d.open(t)
+	d.focus(t, "1", "p")
+	d.Exec(t, `vim.cmd("ClaudeDictate")`)
+	ev := waitDict(t, d.editor, "done", "error")
+	if ev.State != "done" || d.promptText(t) != "open the main function" {
+		t.Fatalf("%+v prompt %q notes %v", ev, d.promptText(t), d.notes(t))
+	}
+	args, err := os.ReadFile(filepath.Join(bin, "args"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Fields(string(args))
+	if len(got) != 4 || strings.Join(got[:3], " ") != "-samprate 16000 single" || !strings.HasSuffix(got[3], "/audio.wav") {
+		t.Errorf("pocketsphinx args %q, want -samprate 16000 single <file>", got)
+	}
+	d.noRecordings(t)
+}
