@@ -1266,53 +1266,78 @@ func TestDictationRefusesForeignDirectory(t *testing.T) {
 
 // The target closing while recording (the chat's prompt wiped, the Claude
 // terminal's CLI exiting) stops the recording at once: no microphone left
-// on with no indicator; the words, with nowhere to go, are in the warning.
+// on with no indicator. The chat puts a new prompt (with the draft) in
+// place of a deleted one: the words go at its end; the terminal's are in
+// the warning, having nowhere to go.
 func TestDictationTargetClosesWhileRecording(t *testing.T) {
 	dir := t.TempDir()
 	wav := filepath.Join(dir, "speech.wav")
 	silentWAV(t, wav, 16000)
 	opts := fmt.Sprintf(`, terminal_cmd = { %q }, dictation = { recorder = { cmd = { %q, %q, "{file}" } }, engine = "cmd", cmd = { %q, "{file}" } }`,
 		termEcho(t, dir), dictRecorder(t, dir), wav, dictFakeEngine(t, dir))
-	check := func(t *testing.T, d *dictEditor, kind string) {
+	start := func(t *testing.T, d *dictEditor) int {
 		t.Helper()
-		ev := waitDict(t, d.editor, "error", "done")
-		if ev.State != "error" || !strings.Contains(ev.Error, "is gone") && !strings.Contains(ev.Error, "has exited") || ev.Text != "list the files in this directory" {
-			t.Errorf("event %+v", ev)
-		}
-		notes := fmt.Sprint(d.notes(t))
-		if !strings.Contains(notes, "the "+kind+" closed while recording: stopped") || !strings.Contains(notes, "(the text: list the files in this directory)") {
-			t.Errorf("notes %s", notes)
-		}
-		d.noRecordings(t)
-	}
-	t.Run("chat", func(t *testing.T) {
-		d := startDictation(t, opts)
-		d.open(t)
-		d.focus(t, "1", "p")
 		d.Exec(t, `vim.cmd("ClaudeDictate")`)
 		waitDict(t, d.editor, "started")
 		var recPID int
 		d.Eval(t, `return require("claude.dictation")._session().rec_pid`, &recPID)
 		killOnCleanup(t, recPID)
 		d.waitAudio(t)
-		d.Exec(t, `vim.cmd("bwipeout! " .. require("claude.chat").get("1").pbuf)`)
-		check(t, d, "chat prompt")
+		return recPID
+	}
+	t.Run("chat", func(t *testing.T) {
+		d := startDictation(t, opts)
+		d.open(t)
+		d.focus(t, "1", "p")
+		d.Exec(t, `vim.api.nvim_buf_set_lines(0, 0, -1, false, { "my draft" })`)
+		recPID := start(t, d)
+		var old int
+		d.Eval(t, `return require("claude.chat").get("1").pbuf`, &old)
+		d.Exec(t, `vim.cmd("bwipeout! " .. ...)`, old)
+		if ev := waitDict(t, d.editor, "error", "done"); ev.State != "done" || ev.Text != "list the files in this directory" {
+			t.Errorf("event %+v notes %v", ev, d.notes(t))
+		}
 		waitGone(t, recPID, "the recorder")
+		var pbuf int
+		d.Eval(t, `return require("claude.chat").get("1").pbuf`, &pbuf)
+		if got := d.promptText(t); pbuf == old || got != "my draft list the files in this directory" {
+			t.Errorf("the new prompt (%d, was %d): %q", pbuf, old, got)
+		}
+		if notes := fmt.Sprint(d.notes(t)); !strings.Contains(notes, "the chat prompt closed while recording: stopped") {
+			t.Errorf("notes %s", notes)
+		}
+		// the new prompt's own keys are intact
+		var descs []string
+		d.Eval(t, `local out = {}
+for _, m in ipairs({ "n", "i" }) do
+  for _, k in ipairs(vim.api.nvim_buf_get_keymap(..., m)) do
+    if k.lhs == "<C-C>" then table.insert(out, m .. ":" .. (k.desc or "")) end
+  end
+end
+return out`, &descs, pbuf)
+		if strings.Join(descs, ",") != "n:nvim-claude: interrupt the turn,i:nvim-claude: interrupt the turn" {
+			t.Errorf("the new prompt's <C-c>: %q", descs)
+		}
+		d.noRecordings(t)
 	})
 	t.Run("terminal", func(t *testing.T) {
 		d := startDictationWith(t, opts, false)
 		st := d.startTerminal(t, "READY")
-		d.Exec(t, `vim.api.nvim_set_current_win(vim.fn.win_findbuf(...)[1]) vim.cmd("ClaudeDictate")`, st.Terminal.Bufnr)
-		waitDict(t, d.editor, "started")
-		var recPID int
-		d.Eval(t, `return require("claude.dictation")._session().rec_pid`, &recPID)
-		killOnCleanup(t, recPID)
-		d.waitAudio(t)
+		d.Exec(t, `vim.api.nvim_set_current_win(vim.fn.win_findbuf(...)[1])`, st.Terminal.Bufnr)
+		recPID := start(t, d)
 		if err := syscall.Kill(st.Terminal.PID, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		check(t, d, "Claude terminal")
+		ev := waitDict(t, d.editor, "error", "done")
+		if ev.State != "error" || !strings.Contains(ev.Error, "has exited") || ev.Text != "list the files in this directory" {
+			t.Errorf("event %+v", ev)
+		}
+		notes := fmt.Sprint(d.notes(t))
+		if !strings.Contains(notes, "the Claude terminal closed while recording: stopped") || !strings.Contains(notes, "(the text: list the files in this directory)") {
+			t.Errorf("notes %s", notes)
+		}
 		waitGone(t, recPID, "the recorder")
+		d.noRecordings(t)
 	})
 }
 

@@ -462,7 +462,7 @@ local function find_target()
       col = col + #vim.fn.matchstr(api.nvim_get_current_line():sub(col + 1), "^.")
     end
     local mark = api.nvim_buf_set_extmark(buf, ns, row - 1, col, { right_gravity = false })
-    return { kind = "chat", buf = buf, mark = mark }
+    return { kind = "chat", buf = buf, mark = mark, chat = vim.b[buf].claude_chat_prompt }
   end
   local job = vim.b[buf].terminal_job_id
   if vim.b[buf].claude_terminal and job then
@@ -479,7 +479,7 @@ local function find_target()
     local last = api.nvim_buf_line_count(chat.pbuf)
     local line = api.nvim_buf_get_lines(chat.pbuf, last - 1, last, false)[1] or ""
     local mark = api.nvim_buf_set_extmark(chat.pbuf, ns, last - 1, #line, { right_gravity = false })
-    return { kind = "chat", buf = chat.pbuf, mark = mark }
+    return { kind = "chat", buf = chat.pbuf, mark = mark, chat = chat.id }
   end
   return nil
 end
@@ -496,16 +496,25 @@ local function deliver(s, text)
     vim.fn.chansend(t.job, text)
     return true
   end
-  if not api.nvim_buf_is_valid(t.buf) then
-    return false, "the chat prompt is gone (the text: " .. text .. ")"
+  local buf, mark = t.buf, t.mark
+  if not api.nvim_buf_is_valid(buf) or not api.nvim_buf_is_loaded(buf) then
+    -- the prompt deleted: the chat has a new one (with the draft); the
+    -- words go at its end. (t.buf stays: finish() cleans up there.)
+    local ok, chat = pcall(function()
+      return require("claude.chat").get(t.chat)
+    end)
+    buf, mark = ok and chat and chat.pbuf, nil
+    if not buf or buf <= 0 or not api.nvim_buf_is_valid(buf) or not api.nvim_buf_is_loaded(buf) then
+      return false, "the chat prompt is gone (the text: " .. text .. ")"
+    end
   end
-  local pos = api.nvim_buf_get_extmark_by_id(t.buf, ns, t.mark, {})
+  local pos = mark and api.nvim_buf_get_extmark_by_id(buf, ns, mark, {}) or {}
   local row, col = pos[1], pos[2]
   if not row then
-    row = api.nvim_buf_line_count(t.buf) - 1
-    col = #(api.nvim_buf_get_lines(t.buf, row, row + 1, false)[1] or "")
+    row = api.nvim_buf_line_count(buf) - 1
+    col = #(api.nvim_buf_get_lines(buf, row, row + 1, false)[1] or "")
   end
-  local line = api.nvim_buf_get_lines(t.buf, row, row + 1, false)[1] or ""
+  local line = api.nvim_buf_get_lines(buf, row, row + 1, false)[1] or ""
   col = math.min(col, #line)
   local before, after = line:sub(col, col), line:sub(col + 1, col + 1)
   if col > 0 and not before:match("%s") then
@@ -514,8 +523,8 @@ local function deliver(s, text)
   if after ~= "" and not after:match("[%s%p]") then
     text = text .. " "
   end
-  api.nvim_buf_set_text(t.buf, row, col, row, col, { text })
-  for _, w in ipairs(vim.fn.win_findbuf(t.buf)) do
+  api.nvim_buf_set_text(buf, row, col, row, col, { text })
+  for _, w in ipairs(vim.fn.win_findbuf(buf)) do
     if w == api.nvim_get_current_win() then
       pcall(api.nvim_win_set_cursor, w, { row + 1, col + #text })
     end
