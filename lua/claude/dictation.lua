@@ -21,6 +21,7 @@ local uv = util.uv
 local cur = nil
 local seq = 0
 local swept = false
+local group = nil -- the augroup, made at the first dictation
 local ns = api.nvim_create_namespace("claude_dictation")
 
 local function opts()
@@ -84,10 +85,11 @@ function M.recorders()
 end
 
 --- The engine to use: {name, cmd (argv, {file} placeholder), parse} or
---- nil plus why not.
-function M.engine()
+--- nil plus why not. want: "whisper", "pocketsphinx", "cmd" or "auto"
+--- (default: the dictation.engine option).
+function M.engine(want)
   local o = opts()
-  local want = o.engine
+  want = want or o.engine
   local function whisper()
     local w = o.whisper
     if not w.cmd or not w.model then
@@ -134,7 +136,17 @@ function M.engine()
       vim.list_extend(cmd, { "single", "{file}" })
       return { name = "PocketSphinx (" .. bin .. ")", cmd = cmd, json = true }
     end
-    -- Debian 12's 0.8 (5prealpha): a line of text per utterance.
+    -- Debian 12's 0.8 (5prealpha): a line of text per utterance. Its
+    -- model is another package (pocketsphinx-en-us, not a dependency):
+    -- without it every run fails, saying nothing (-logfn /dev/null), so
+    -- it is looked for where the binary's prefix keeps it.
+    if not vim.tbl_contains(p.args or {}, "-hmm") then
+      local prefix = vim.fn.fnamemodify(vim.fn.resolve(vim.fn.exepath(bin)), ":h:h")
+      local model = prefix .. "/share/pocketsphinx/model/en-us/en-us"
+      if vim.fn.isdirectory(model) ~= 1 then
+        return nil, "PocketSphinx: its US English model is not installed (no " .. model .. "; Debian: apt-get install pocketsphinx-en-us, or give -hmm, -lm and -dict in dictation.pocketsphinx.args)"
+      end
+    end
     cmd = { bin, "-infile", "{file}", "-logfn", "/dev/null" }
     vim.list_extend(cmd, p.args or {})
     return { name = "PocketSphinx (" .. bin .. ")", cmd = cmd }
@@ -177,11 +189,25 @@ function M.base_dir()
   return vim.fn.stdpath("cache") .. "/nvim-claude-dictation"
 end
 
-local function mkdir_private(path)
-  uv.fs_mkdir(path, 448) -- 0700; fails harmlessly when it exists
-  uv.fs_chmod(path, 448)
-  local st = uv.fs_stat(path)
-  return st and st.type == "directory"
+-- mkdir_private makes path a private directory (0700) of this user's; with
+-- fresh, one made now (not one that was there). A symlink or a directory
+-- someone else owns is refused: in a cache shared with others the audio
+-- would land where they can read it, or be redirected there. Returns
+-- true, or nil and why.
+local function mkdir_private(path, fresh)
+  local made, _, code = uv.fs_mkdir(path, 448) -- 0700
+  if not made and (fresh or code ~= "EEXIST") then
+    return nil, "cannot create " .. path .. " (" .. tostring(code) .. ")"
+  end
+  local st = uv.fs_lstat(path)
+  if not st or st.type ~= "directory" or st.uid ~= uv.getuid() then
+    return nil, path .. " is not a directory of yours (" .. (st and (st.type ~= "directory" and st.type or "owned by uid " .. st.uid) or "gone")
+      .. "): remove it, or set $XDG_CACHE_HOME to a private directory"
+  end
+  if not uv.fs_chmod(path, 448) then
+    return nil, "cannot make " .. path .. " private (chmod 0700)"
+  end
+  return true
 end
 
 local function pid_alive(pid)
@@ -194,6 +220,12 @@ end
 local function sweep()
   swept = true
   local base = M.base_dir()
+  -- only in our own directory: through a symlink it would delete
+  -- whatever is there (make_dir then refuses it)
+  local st = uv.fs_lstat(base)
+  if not st or st.type ~= "directory" or st.uid ~= uv.getuid() then
+    return
+  end
   local h = uv.fs_scandir(base)
   if not h then
     return
@@ -217,14 +249,16 @@ local function make_dir()
   end
   local base = M.base_dir()
   vim.fn.mkdir(vim.fn.fnamemodify(base, ":h"), "p")
-  if not mkdir_private(base) then
-    return nil, "cannot create " .. base
+  local ok, why = mkdir_private(base)
+  if not ok then
+    return nil, why
   end
   seq = seq + 1
   local dir = string.format("%s/%d-%d", base, vim.fn.getpid(), seq)
-  vim.fn.delete(dir, "rf")
-  if not mkdir_private(dir) then
-    return nil, "cannot create " .. dir
+  vim.fn.delete(dir, "rf") -- an earlier Neovim's with this pid
+  ok, why = mkdir_private(dir, true)
+  if not ok then
+    return nil, why
   end
   local file = dir .. "/audio.wav"
   local fd = uv.fs_open(file, "w", 384) -- 0600, before the recorder opens it
@@ -291,7 +325,11 @@ local function map_temp(buf)
   local modes = vim.b[buf].claude_terminal and { "t", "n" } or { "i", "n" }
   for _, m in ipairs(modes) do
     for lhs, fn in pairs({ ["<Esc>"] = M.stop, ["<C-c>"] = M.cancel }) do
-      local old = vim.fn.maparg(lhs, m, false, true)
+      -- the target's own mapping (it need not be the current buffer:
+      -- :ClaudeDictate from another window dictates into the terminal)
+      local old = api.nvim_buf_call(buf, function()
+        return vim.fn.maparg(lhs, m, false, true)
+      end)
       if old and old.buffer == 1 then
         table.insert(saved, { mode = m, map = old })
       end
@@ -347,7 +385,16 @@ local function finish()
   for _, j in pairs({ rec = s.rec, eng = s.eng }) do
     pcall(vim.fn.jobstop, j)
   end
+  if s.rec_pid then
+    -- the recorder's job is its own process group: what it started (a
+    -- pipeline's arecord, a background child) goes with it, even when
+    -- its first process has already exited
+    uv.kill(-s.rec_pid, "sigterm")
+  end
   vim.fn.delete(s.dir, "rf")
+  if s.au then
+    pcall(api.nvim_del_autocmd, s.au)
+  end
   unmap_temp(s.target.buf, s.maps or {})
   for w, old in pairs(s.winbars or {}) do
     if api.nvim_win_is_valid(w) then
@@ -415,7 +462,7 @@ local function find_target()
       col = col + #vim.fn.matchstr(api.nvim_get_current_line():sub(col + 1), "^.")
     end
     local mark = api.nvim_buf_set_extmark(buf, ns, row - 1, col, { right_gravity = false })
-    return { kind = "chat", buf = buf, mark = mark }
+    return { kind = "chat", buf = buf, mark = mark, chat = vim.b[buf].claude_chat_prompt }
   end
   local job = vim.b[buf].terminal_job_id
   if vim.b[buf].claude_terminal and job then
@@ -432,7 +479,7 @@ local function find_target()
     local last = api.nvim_buf_line_count(chat.pbuf)
     local line = api.nvim_buf_get_lines(chat.pbuf, last - 1, last, false)[1] or ""
     local mark = api.nvim_buf_set_extmark(chat.pbuf, ns, last - 1, #line, { right_gravity = false })
-    return { kind = "chat", buf = chat.pbuf, mark = mark }
+    return { kind = "chat", buf = chat.pbuf, mark = mark, chat = chat.id }
   end
   return nil
 end
@@ -449,16 +496,25 @@ local function deliver(s, text)
     vim.fn.chansend(t.job, text)
     return true
   end
-  if not api.nvim_buf_is_valid(t.buf) then
-    return false, "the chat prompt is gone (the text: " .. text .. ")"
+  local buf, mark = t.buf, t.mark
+  if not api.nvim_buf_is_valid(buf) or not api.nvim_buf_is_loaded(buf) then
+    -- the prompt deleted: the chat has a new one (with the draft); the
+    -- words go at its end. (t.buf stays: finish() cleans up there.)
+    local ok, chat = pcall(function()
+      return require("claude.chat").get(t.chat)
+    end)
+    buf, mark = ok and chat and chat.pbuf, nil
+    if not buf or buf <= 0 or not api.nvim_buf_is_valid(buf) or not api.nvim_buf_is_loaded(buf) then
+      return false, "the chat prompt is gone (the text: " .. text .. ")"
+    end
   end
-  local pos = api.nvim_buf_get_extmark_by_id(t.buf, ns, t.mark, {})
+  local pos = mark and api.nvim_buf_get_extmark_by_id(buf, ns, mark, {}) or {}
   local row, col = pos[1], pos[2]
   if not row then
-    row = api.nvim_buf_line_count(t.buf) - 1
-    col = #(api.nvim_buf_get_lines(t.buf, row, row + 1, false)[1] or "")
+    row = api.nvim_buf_line_count(buf) - 1
+    col = #(api.nvim_buf_get_lines(buf, row, row + 1, false)[1] or "")
   end
-  local line = api.nvim_buf_get_lines(t.buf, row, row + 1, false)[1] or ""
+  local line = api.nvim_buf_get_lines(buf, row, row + 1, false)[1] or ""
   col = math.min(col, #line)
   local before, after = line:sub(col, col), line:sub(col + 1, col + 1)
   if col > 0 and not before:match("%s") then
@@ -467,8 +523,8 @@ local function deliver(s, text)
   if after ~= "" and not after:match("[%s%p]") then
     text = text .. " "
   end
-  api.nvim_buf_set_text(t.buf, row, col, row, col, { text })
-  for _, w in ipairs(vim.fn.win_findbuf(t.buf)) do
+  api.nvim_buf_set_text(buf, row, col, row, col, { text })
+  for _, w in ipairs(vim.fn.win_findbuf(buf)) do
     if w == api.nvim_get_current_win() then
       pcall(api.nvim_win_set_cursor, w, { row + 1, col + #text })
     end
@@ -534,7 +590,13 @@ local function transcribe(s)
           return fail(string.format("the engine %s failed (%s)", eng.name, why_exit(code, err)))
         end
         local text = M.clean(table.concat(out, " "))
-        local delivered, reason = deliver(s, text)
+        -- deliver() must not throw past finish(): a prompt made
+        -- 'nomodifiable', a channel gone would leave the session stuck,
+        -- its keys mapped and its file behind
+        local okd, delivered, reason = pcall(deliver, s, text)
+        if not okd then
+          delivered, reason = false, string.format("could not insert the text (%s; the text: %s)", tostring(delivered), text)
+        end
         local kind = s.target.kind
         finish()
         if not delivered then
@@ -561,7 +623,14 @@ local function start_recorder(s, list, i, tried)
     return fail(msg)
   end
   local err = {}
-  local argv = { "sh", "-c", 'umask 077 && exec "$@"', "sh" }
+  -- umask 077: whatever the recorder writes is private. The watchdog
+  -- reads the job's stdin, a pipe from Neovim: at its end (Neovim killed,
+  -- with no chance to stop the job) it ends the job's process group, so
+  -- no microphone stays on after a crash. The recorder keeps the job's pid.
+  local argv = { "sh", "-c", [[umask 077 || exit 1
+exec 3<&0
+{ cat <&3 >/dev/null 2>&1; kill -TERM 0; } >/dev/null 2>&1 &
+exec "$@" 3<&- </dev/null]], "sh" }
   vim.list_extend(argv, expand(r.cmd, s.file))
   local started = uv.now()
   local ok, job = pcall(vim.fn.jobstart, argv, {
@@ -582,7 +651,13 @@ local function start_recorder(s, list, i, tried)
           -- it stopped by itself: a failure (or a recorder that exits at
           -- the end of its input, which is a recording like any other)
           local st = uv.fs_stat(s.file)
-          if code == 0 and st and st.size > 44 then
+          if st and st.size > 44 then
+            -- it recorded, then failed (a device unplugged, the sound
+            -- server restarted): what was said is kept, not overwritten
+            -- by the next recorder nor thrown away
+            if code ~= 0 then
+              notify(string.format("dictation: the recorder %s stopped (%s): transcribing what it recorded", r.name, why_exit(code, err)), vim.log.levels.WARN)
+            end
             s.phase = "stopping"
             emit("stopped", { seconds = (uv.now() - started) / 1000 })
             return transcribe(s)
@@ -641,22 +716,44 @@ function M.start()
   local target = find_target()
   if not target then
     notify("dictation: open the chat (:ClaudeChat) or the Claude terminal (:ClaudeStart) first", vim.log.levels.WARN)
+    emit("error", { error = "no chat prompt or Claude terminal to dictate into" })
     return
   end
   local dir, file = make_dir()
   if not dir then
     pcall(api.nvim_buf_del_extmark, target.buf, ns, target.mark or -1)
     notify("dictation: " .. file, vim.log.levels.ERROR)
+    emit("error", { error = file, target = target.kind, buf = target.buf })
     return
   end
   local s = { dir = dir, file = file, target = target, phase = "recording", started = uv.now(), winbars = {} }
   cur = s
   s.maps = map_temp(target.buf)
+  -- Its buffer gone (the chat closed, the CLI exited): the indicator and
+  -- the keys went with it, so the microphone must not stay on unseen.
+  -- The recording so far is transcribed; the text, with nowhere to go,
+  -- is shown in the warning.
+  s.au = api.nvim_create_autocmd({ "BufWipeout", "TermClose" }, {
+    group = group,
+    buffer = target.buf,
+    callback = function()
+      if cur == s and s.phase == "recording" then
+        notify("dictation: the " .. (target.kind == "chat" and "chat prompt" or "Claude terminal") .. " closed while recording: stopped", vim.log.levels.WARN)
+        M.stop()
+      end
+    end,
+  })
   start_recorder(s, list, 1, {})
   if cur ~= s then
     return -- no recorder could start
   end
   emit("started", { recorder = s.rec_name, engine = eng.name })
+  if #vim.fn.win_findbuf(target.buf) == 0 then
+    -- a hidden chat or terminal: its winbar and keys are out of sight,
+    -- so say that the microphone is on, and how to stop it
+    notify(string.format("dictation: recording for the hidden %s (:ClaudeDictate stops, :ClaudeDictate cancel discards)",
+      target.kind == "chat" and "chat prompt" or "Claude terminal"), vim.log.levels.INFO)
+  end
   s.timer = uv.new_timer()
   local max = opts().max_seconds
   s.timer:start(0, 1000, vim.schedule_wrap(function()
@@ -683,7 +780,11 @@ function M.stop()
   if s.rec_pid then
     -- SIGINT: recorders finish the WAV header on it; a job that ignores it
     -- is stopped (TERM, then KILL) after a while.
-    uv.kill(s.rec_pid, "sigint")
+    -- To the job's process group, like Ctrl-C in a shell: a pipeline's
+    -- recorder stops too, not only the shell running it.
+    if uv.kill(-s.rec_pid, "sigint") ~= 0 then
+      uv.kill(s.rec_pid, "sigint")
+    end
     local job = s.rec
     vim.defer_fn(function()
       if cur == s and s.rec == job then
@@ -753,7 +854,6 @@ function M.map_buffer(buf)
   vim.keymap.set(modes, key, M.toggle, { buffer = buf, nowait = true, silent = true, desc = "nvim-claude: dictate (start/stop)" })
 end
 
-local group = nil
 function M._autocmds()
   if group then
     return
@@ -793,6 +893,16 @@ function M.health(h)
   local eng, why = M.engine()
   if eng then
     h.ok("engine: " .. eng.name)
+    -- "auto" passes over an engine the user configured without saying so
+    -- when dictating: say it here
+    local o = opts()
+    if o.engine == "auto" and (o.whisper.cmd or o.whisper.model) and not eng.name:find("^whisper") then
+      local _, wwhy = M.engine("whisper")
+      h.warn("dictation.whisper is set but not used (" .. tostring(wwhy) .. ")")
+    end
+    if o.engine == "auto" and o.cmd and eng.name:find("^PocketSphinx") then
+      h.info("dictation.cmd is set, but " .. eng.name .. ' comes first with engine = "auto": set engine = "cmd" to use yours')
+    end
   elseif opts().engine == "auto" and not opts().whisper.cmd and not opts().cmd then
     h.info(why .. ": " .. M.engine_hint)
   else

@@ -261,8 +261,9 @@ function M.open(port, args, focus)
     local t, err = open_snacks(S, M.cmd(args), { cwd = vim.fn.getcwd(-1, -1), env = M.env(port, tools) }, focus)
     if t then
       pcall(vim.api.nvim_buf_set_var, t.bufnr, "claude_terminal", true)
-      vim.bo[t.bufnr].filetype = "claude"
+      -- our keys before the FileType event: the user's mappings there win
       require("claude.dictation").map_buffer(t.bufnr)
+      vim.bo[t.bufnr].filetype = "claude"
       return t
     end
     util.notify("nvim-claude: snacks.nvim could not open the terminal (" .. err .. "); using the native one", vim.log.levels.WARN)
@@ -301,8 +302,9 @@ function M.open(port, args, focus)
   vim.bo[buf].bufhidden = "hide"
   vim.bo[buf].buflisted = false
   pcall(vim.api.nvim_buf_set_var, buf, "claude_terminal", true)
-  vim.bo[buf].filetype = "claude"
+  -- our keys before the FileType event: the user's mappings there win
   require("claude.dictation").map_buffer(buf)
+  vim.bo[buf].filetype = "claude"
   vim.wo[win].number = false
   vim.wo[win].relativenumber = false
   vim.wo[win].signcolumn = "no"
