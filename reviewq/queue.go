@@ -16,8 +16,15 @@ import (
 )
 
 // pollEvery is how often the transcripts are looked at: one directory
-// listing and a stat per session file.
-const pollEvery = 250 * time.Millisecond
+// listing and a stat per session file. After idleScans scans that found
+// nothing new, the look is every pollIdle instead, until one finds
+// something: a project with hundreds of past sessions costs a quiet
+// Neovim a quarter of the stats.
+const (
+	pollEvery = 250 * time.Millisecond
+	pollIdle  = time.Second
+	idleScans = 20
+)
 
 // entry is one file Claude changed in one turn of one session.
 type entry struct {
@@ -51,6 +58,7 @@ type Queue struct {
 	tails  map[string]*tail
 	primed map[string]bool // by project path
 	dirs   []string        // the primed project paths, in order
+	grew   bool            // a transcript grew in this scan
 
 	started time.Time // a subagent transcript last written before is history
 	start   sync.Once
@@ -115,16 +123,31 @@ func (q *Queue) close() {
 // poll reads the transcripts until the feature closes.
 func (q *Queue) poll() {
 	defer q.wg.Done()
-	t := time.NewTicker(pollEvery)
+	t := time.NewTimer(pollEvery)
 	defer t.Stop()
+	idle := 0
 	for {
 		select {
 		case <-q.stop:
 			return
 		case <-t.C:
 		}
-		q.scan()
+		if q.scan() {
+			idle = 0
+		} else {
+			idle++
+		}
+		t.Reset(pollInterval(idle))
 	}
+}
+
+// pollInterval is the wait before the next scan after idle scans in a row
+// that found nothing.
+func pollInterval(idle int) time.Duration {
+	if idle >= idleScans {
+		return pollIdle
+	}
+	return pollEvery
 }
 
 // projectPaths are the paths the workspace's sessions may be filed under:
@@ -174,7 +197,7 @@ func projectDir(projects, cwd string) string {
 // goes on in its own). What a project's directory holds when the queue
 // first looks is history: only what it gains counts (all of it when the
 // directory comes later).
-func (q *Queue) scan() {
+func (q *Queue) scan() (grew bool) {
 	projects, paths := q.projectPaths()
 	for _, p := range paths {
 		if !q.primed[p] {
@@ -192,6 +215,9 @@ func (q *Queue) scan() {
 	if changed {
 		q.emitChanged()
 	}
+	grew = changed || q.grew
+	q.grew = false
+	return grew
 }
 
 // scanDir reads what dir's transcripts gained and reports whether the
@@ -251,6 +277,9 @@ func (q *Queue) scanFile(p string, e os.DirEntry, history, sidechain bool) bool 
 		q.tails[p] = t
 	}
 	changed := false
+	if fi.Size() != t.off {
+		q.grew = true // a session is at work: look again soon
+	}
 	for _, line := range t.readNew(p, fi.Size()) {
 		t.live = true
 		if q.apply(line, sidechain) {
