@@ -92,6 +92,14 @@ function M.create()
     chat().close()
   end, { nargs = 0, desc = "End the current chat: its CLI stops and its buffers go" })
 
+  -- Every session at a glance (lua/claude/sessions.lua).
+  cmd("ClaudeSessions", function()
+    require("claude.sessions").open()
+  end, { nargs = 0, desc = "List every Claude session (terminal and chats) with its state" })
+  cmd("ClaudeAnswer", function()
+    require("claude.sessions").answer()
+  end, { nargs = 0, desc = "Go to the oldest question a Claude session waits on" })
+
   -- Diff review.
   cmd("ClaudeDiffAccept", function()
     require("claude.diff").accept()

@@ -21,9 +21,15 @@
 ---@field security? claude.Config.Security
 ---@field mentions? {focus_terminal?: boolean}
 ---@field editor_tools? {enable?: boolean, allow?: string[]}
+---@field sessions? claude.Config.Sessions
 ---@field chat? claude.Config.Chat
 ---@field diff? claude.Config.Diff
 ---@field install? {base_url?: string} where :ClaudeInstall downloads the prebuilt host from
+
+---@class claude.Config.Sessions
+---@field hooks? boolean :ClaudeStart gives the CLI hooks that report its state (needs editor_tools.enable)
+---@field notify? boolean vim.notify when a hidden session needs input or finishes
+---@field notifier? string[] also run this command with the message as its last argument (e.g. notify-send)
 
 ---@class claude.Config.Terminal
 ---@field provider? "native"|"snacks"|"none"
@@ -133,6 +139,11 @@ function M.defaults()
     editor_tools = {
       enable = true, -- the "nvim" MCP server: LSP, tree-sitter and buffers as tools for the model
       allow = nil, -- list of tool names to offer (nil: all of them)
+    },
+    sessions = {
+      hooks = true, -- the CLI :ClaudeStart launches reports its state through hooks (layered over yours)
+      notify = true, -- vim.notify when a hidden session needs input or finishes
+      notifier = nil, -- e.g. { "notify-send", "Claude" }: run with the message appended
     },
     chat = {
       cmd = nil, -- the CLI for chats (nil: the first word of terminal_cmd)
@@ -377,6 +388,13 @@ local schema = {
     table = {
       enable = { types = { "boolean" } },
       allow = { types = { "table" }, check = list_of_strings },
+    },
+  },
+  sessions = {
+    table = {
+      hooks = { types = { "boolean" } },
+      notify = { types = { "boolean" } },
+      notifier = { types = { "table" }, check = list_of_strings },
     },
   },
   chat = {

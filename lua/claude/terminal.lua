@@ -255,7 +255,7 @@ function M.open(port, args, focus)
     return term
   end
   local tools = M.editor_tools()
-  args = with_tools(args, tools)
+  args = with_tools(require("claude.sessions").terminal_args(args, tools), tools)
   local S = snacks()
   if S then
     local t, err = open_snacks(S, M.cmd(args), { cwd = vim.fn.getcwd(-1, -1), env = M.env(port, tools) }, focus)
@@ -297,6 +297,7 @@ function M.open(port, args, focus)
     return nil
   end
   term = { bufnr = buf, job_id = job, pid = vim.fn.jobpid(job), snacks = nil }
+  require("claude.sessions").terminal_started(term.pid)
   vim.bo[buf].bufhidden = "hide"
   vim.bo[buf].buflisted = false
   pcall(vim.api.nvim_buf_set_var, buf, "claude_terminal", true)
@@ -318,6 +319,7 @@ function M._on_exit(job, code)
   end
   local buf = term.bufnr
   term = { bufnr = nil, job_id = nil, pid = nil, snacks = nil }
+  require("claude.sessions").terminal_exited()
   -- A clean exit closes the split; a failure stays on screen to be read.
   if code == 0 and buf and vim.api.nvim_buf_is_valid(buf) then
     for _, win in ipairs(vim.fn.win_findbuf(buf)) do
@@ -362,6 +364,7 @@ function M.close()
   local job, buf = term.job_id, term.bufnr
   term = { bufnr = nil, job_id = nil, pid = nil, snacks = nil }
   if job then
+    require("claude.sessions").terminal_exited()
     pcall(vim.fn.jobstop, job)
     vim.fn.jobwait({ job }, 2000)
   end

@@ -1,0 +1,114 @@
+//go:build unix
+
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nvim-claude/nvim-claude/internal/fakeapi"
+)
+
+// Issue 20 with the real CLI: :ClaudeStart layers our hooks (--settings)
+// over the user's settings, whose own hook still runs. A scripted Bash call
+// asks permission while the terminal is hidden: the session shows `needs
+// input` (one notification), :ClaudeAnswer brings the terminal to its
+// prompt, and once allowed the state goes working → done. Forged hook calls
+// (a wrong token, oversized input) change nothing.
+func TestCLISessionStates(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "user-hook-ran")
+	user, _ := json.Marshal(map[string]any{"hooks": map[string]any{"UserPromptSubmit": []any{
+		map[string]any{"hooks": []any{map[string]any{"type": "command", "command": "touch " + marker}}},
+	}}})
+	s := startSession(t, sessionOpts{userSettings: string(user)})
+	// Record the state events, and hide the terminal: the user looks
+	// elsewhere.
+	s.Exec(t, `_G.states = {}
+		vim.api.nvim_create_autocmd("User", { pattern = "ClaudeSessionState", callback = function(ev)
+			local d = ev.data or {}
+			table.insert(_G.states, d.previous .. ">" .. d.state)
+		end })
+		for _, w in ipairs(vim.fn.win_findbuf(require("claude").status().terminal.bufnr)) do vim.api.nvim_win_close(w, true) end
+		_G.notes = {}`)
+	var argv string
+	s.Eval(t, `local f = io.open("/proc/" .. require("claude").status().terminal.pid .. "/cmdline", "rb") local s = f:read("*a") f:close()
+		return (s:gsub("%z", " "))`, &argv)
+	if !strings.Contains(argv, "--settings") || !strings.Contains(argv, " hook Stop t1") {
+		t.Fatalf("the CLI got no hooks settings layer; argv: %s", argv)
+	}
+
+	bash := fakeapi.ToolUse("Bash", map[string]any{"command": "touch created.txt", "description": "Create a file"})
+	s.api.Script(fakeapi.Reply(bash), fakeapi.Reply(fakeapi.Text("All done.")))
+	s.submit(t, "say hi")
+	s.WaitFor(t, 60*time.Second, `(function() local x = require("claude").sessions()[1] return x and x.state == "needs input" end)()`,
+		`return { sessions = require("claude").sessions(), states = _G.states, screen = vim.api.nvim_buf_get_lines(require("claude").status().terminal.bufnr, 0, -1, false) }`,
+		"the session to need input")
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatalf("the user's own UserPromptSubmit hook did not run: %v", err)
+	}
+	var line string
+	s.Eval(t, `return require("claude").sessions_statusline()`, &line)
+	if line != "✻ 1 needs you" {
+		t.Fatalf("statusline %q", line)
+	}
+
+	// Forged hook calls: the real entry point with a wrong token, and
+	// oversized input without the socket's token from its file.
+	var sock string
+	s.Eval(t, `return require("claude.terminal").editor_tools().socket`, &sock)
+	for _, tc := range []struct {
+		name  string
+		env   []string
+		stdin string
+	}{
+		{"wrong token", []string{"NVIM_CLAUDE_MCP_SOCKET=" + sock, "NVIM_CLAUDE_MCP_TOKEN=guess"}, `{}`},
+		{"no socket", nil, `{}`},
+		{"oversized", []string{"NVIM_CLAUDE_MCP_SOCKET=" + sock, "NVIM_CLAUDE_MCP_TOKEN=guess"}, strings.Repeat(" ", 9<<20)},
+	} {
+		cmd := exec.Command(hostBin, "hook", "Stop", "t1")
+		cmd.Env = tc.env
+		cmd.Stdin = strings.NewReader(tc.stdin)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: the hook must exit 0 whatever happens: %v %s", tc.name, err, out)
+		}
+	}
+	var st string
+	s.Eval(t, `return require("claude").sessions()[1].state`, &st)
+	if st != "needs input" {
+		t.Fatalf("a forged Stop hook moved the state to %q", st)
+	}
+
+	// :ClaudeAnswer goes to the terminal's prompt; the user allows.
+	s.Exec(t, `vim.cmd("ClaudeAnswer")`)
+	var cur bool
+	s.Eval(t, `return vim.b.claude_terminal == true`, &cur)
+	if !cur {
+		t.Fatal(":ClaudeAnswer did not focus the terminal")
+	}
+	s.waitScreen(t, 30*time.Second, "Do you want to proceed?")
+	s.typeKeys(t, "1")
+	s.waitScreen(t, 30*time.Second, "All done.")
+	s.WaitFor(t, 30*time.Second, `(function() for _, x in ipairs(_G.states) do if x == "working>done" then return true end end end)()`,
+		`return _G.states`, "working → done")
+	var states []string
+	s.Eval(t, `return _G.states`, &states)
+	got := strings.Join(states, " ")
+	if !strings.HasPrefix(got, "idle>working working>needs input needs input>working working>done") {
+		t.Fatalf("state events: %s", got)
+	}
+	n := 0
+	for _, nt := range s.notes(t) {
+		if strings.Contains(nt.Msg, "needs you") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d 'needs you' notifications, want 1: %+v", n, s.notes(t))
+	}
+}

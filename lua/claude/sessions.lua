@@ -1,0 +1,402 @@
+-- Every Claude session at a glance (issue 20): the Claude terminal and the
+-- chats, each "working", "needs input", "done", "idle" or "exited". The
+-- state lives in the Go host (package sessions); this module registers the
+-- terminal's CLI with it, keeps the last list for statuslines, fires
+-- `User ClaudeSessionState`, notifies, and shows :ClaudeSessions.
+local config = require("claude.config")
+local util = require("claude.util")
+
+local M = {}
+
+local api = vim.api
+
+local cache = {} -- the last list, for statusline()
+local term_id = nil -- the session id of the running terminal CLI
+local panel = { buf = nil }
+
+local function server()
+  return package.loaded["claude.server"]
+end
+
+-- running: the host runs (chats need no IDE server).
+local function running()
+  local s = server()
+  return s ~= nil and s.state().chan ~= nil
+end
+
+local function opts()
+  return config.options.sessions or {}
+end
+
+local function request(method, params)
+  if not running() then
+    return nil
+  end
+  local ok, res = pcall(server().request, method, params)
+  if ok then
+    return res
+  end
+  return nil, res
+end
+
+local function refresh()
+  local res = request("sessions.list", vim.empty_dict())
+  if type(res) == "table" then
+    cache = res
+  end
+  return cache
+end
+
+--- Every session: { {id, name, dir, mode, state, since, cost_usd, waiting,
+--- claude_session, pid}, ... }, oldest first.
+function M.list()
+  if not running() then
+    return {}
+  end
+  return vim.deepcopy(refresh())
+end
+
+--- "✻ 2 working · 1 needs you" (cached state only: cheap for every redraw);
+--- "" when no session works or waits.
+function M.statusline()
+  local n = { working = 0, ["needs input"] = 0, done = 0 }
+  for _, s in ipairs(cache) do
+    if n[s.state] then
+      n[s.state] = n[s.state] + 1
+    end
+  end
+  local parts = {}
+  if n.working > 0 then
+    table.insert(parts, n.working .. " working")
+  end
+  if n["needs input"] > 0 then
+    table.insert(parts, n["needs input"] .. " needs you")
+  end
+  if n.done > 0 then
+    table.insert(parts, n.done .. " done")
+  end
+  if #parts == 0 then
+    return ""
+  end
+  return "✻ " .. table.concat(parts, " · ")
+end
+
+-- Terminal ---------------------------------------------------------------
+
+--- Called by terminal.open before it starts the CLI: registers the
+--- session and, with sessions.hooks and the editor tools' socket, adds the
+--- --settings layer of our hooks to args. Returns the new args.
+function M.terminal_args(args, tools)
+  term_id = nil
+  local res = request("sessions.terminal", { dir = vim.fn.getcwd(-1, -1) })
+  if type(res) ~= "table" or not res.id then
+    return args
+  end
+  term_id = res.id
+  if opts().hooks and tools and tools.socket and res.settings then
+    args = vim.deepcopy(args or {})
+    table.insert(args, "--settings")
+    table.insert(args, res.settings)
+  end
+  return args
+end
+
+local function update(id, event, extra)
+  local p = extra or {}
+  p.id, p.event = id, event
+  if not running() then
+    return
+  end
+  server().request_async("sessions.update", p, function() end)
+end
+
+--- Called by terminal.open once the CLI runs.
+function M.terminal_started(pid)
+  if term_id then
+    update(term_id, "pid", { pid = pid })
+  end
+end
+
+--- Called by terminal when its CLI exits or is stopped.
+function M.terminal_exited()
+  if term_id then
+    update(term_id, "exited")
+  end
+  term_id = nil
+end
+
+-- Visibility -----------------------------------------------------------------
+
+local function chat_of(s)
+  local chat = package.loaded["claude.chat"]
+  return chat and chat.get(s.id:sub(2)) or nil
+end
+
+-- visible: whether the user sees the session now (its window is on this
+-- tab page).
+local function visible(s)
+  if s.mode == "chat" then
+    local c = chat_of(s)
+    return c ~= nil and require("claude.chat").visible(c)
+  end
+  return s.id == term_id and require("claude.terminal").visible()
+end
+
+local function notify(s, state)
+  local o = opts()
+  local msg
+  if state == "needs input" then
+    msg = string.format("Claude (%s) needs you%s", s.name, s.waiting and s.waiting ~= "" and (": " .. s.waiting) or "")
+  else
+    msg = string.format("Claude (%s) is done", s.name)
+  end
+  if o.notify then
+    util.notify(msg .. " (:ClaudeSessions)", state == "needs input" and vim.log.levels.WARN or vim.log.levels.INFO)
+  end
+  if type(o.notifier) == "table" and #o.notifier > 0 then
+    local cmd = vim.deepcopy(o.notifier)
+    table.insert(cmd, msg)
+    pcall(vim.fn.jobstart, cmd, { detach = false })
+  end
+end
+
+--- The host's "sessions.<event>" events.
+function M._on_event(event, data)
+  if event ~= "state" or type(data) ~= "table" then
+    return
+  end
+  refresh()
+  if panel.buf and api.nvim_buf_is_valid(panel.buf) then
+    M._render()
+  end
+  local s
+  for _, x in ipairs(cache) do
+    if x.id == data.id then
+      s = x
+    end
+  end
+  util.emit("ClaudeSessionState", { id = data.id, state = data.state, previous = data.previous })
+  if s and data.state ~= data.previous and (data.state == "needs input" or data.state == "done") and not visible(s) then
+    notify(s, data.state)
+  end
+  if s and data.state == "done" and visible(s) then
+    update(s.id, "seen")
+  end
+end
+
+-- seen: the user looks at a session that is done.
+local function on_enter()
+  local buf = api.nvim_get_current_buf()
+  for _, s in ipairs(cache) do
+    if s.state == "done" then
+      local c = s.mode == "chat" and chat_of(s)
+      local t = s.mode == "terminal" and s.id == term_id and vim.b[buf].claude_terminal
+      if t or (c and (c.tbuf == buf or c.pbuf == buf)) then
+        update(s.id, "seen")
+      end
+    end
+  end
+end
+
+local function diff_event(ev, opened)
+  local data = ev.data
+  if not data then
+    local diff = package.loaded["claude.diff"]
+    local pending = diff and diff.pending and diff.pending() or {}
+    data = opened and pending[#pending] or {}
+  end
+  -- the chat's diffs are its permission prompts, which it reports itself
+  if term_id and not (data.tab_name or ""):find("^%[Claude chat%]") then
+    update(term_id, opened and "diff_opened" or "diff_closed")
+  end
+end
+
+--- Called when the server starts (server.features).
+function M.attach()
+  local group = api.nvim_create_augroup("nvim-claude-sessions", { clear = true })
+  api.nvim_create_autocmd("User", {
+    group = group,
+    pattern = "ClaudeDiffOpened",
+    desc = "nvim-claude: a pending diff is the terminal's question",
+    callback = function(ev)
+      diff_event(ev, true)
+    end,
+  })
+  api.nvim_create_autocmd("User", {
+    group = group,
+    pattern = "ClaudeDiffClosed",
+    desc = "nvim-claude: the terminal's diff is answered",
+    callback = function(ev)
+      diff_event(ev, false)
+    end,
+  })
+  api.nvim_create_autocmd({ "BufEnter", "WinEnter" }, {
+    group = group,
+    desc = "nvim-claude: a finished session is seen",
+    callback = on_enter,
+  })
+end
+
+function M.detach()
+  pcall(api.nvim_del_augroup_by_name, "nvim-claude-sessions")
+  cache = {}
+  term_id = nil
+end
+
+-- :ClaudeSessions --------------------------------------------------------------
+
+local function since(t)
+  local d = os.time() - (tonumber(t) or os.time())
+  if d < 60 then
+    return d .. "s"
+  elseif d < 3600 then
+    return math.floor(d / 60) .. "m"
+  end
+  return math.floor(d / 3600) .. "h"
+end
+
+local function line(s)
+  local cost = (tonumber(s.cost_usd) or 0) > 0 and string.format("$%.2f", s.cost_usd) or ""
+  return string.format(
+    "%-4s %-20s %-9s %-12s %5s %7s  %s%s",
+    s.id,
+    s.name,
+    s.mode,
+    s.state,
+    since(s.since),
+    cost,
+    vim.fn.fnamemodify(s.dir, ":~"),
+    s.waiting and s.waiting ~= "" and ("  — " .. s.waiting) or ""
+  )
+end
+
+function M._render()
+  local buf = panel.buf
+  local lines = { "id   name                 mode      state        since    cost  dir" }
+  panel.ids = {}
+  for _, s in ipairs(cache) do
+    table.insert(lines, line(s))
+    panel.ids[#lines] = s.id
+  end
+  if #cache == 0 then
+    table.insert(lines, "(no session: :ClaudeStart or :ClaudeChat starts one)")
+  end
+  table.insert(lines, "")
+  table.insert(lines, "<CR> jump · x stop · r rename · q close")
+  vim.bo[buf].modifiable = true
+  api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].modifiable = false
+end
+
+local function under_cursor()
+  local id = panel.ids and panel.ids[api.nvim_win_get_cursor(0)[1]]
+  for _, s in ipairs(cache) do
+    if s.id == id then
+      return s
+    end
+  end
+end
+
+--- Shows session s (focus: its window).
+function M.jump(s)
+  if s.mode == "chat" then
+    local c = chat_of(s)
+    if c then
+      require("claude.chat").show(c, true)
+    end
+  elseif s.id == term_id then
+    require("claude.terminal").open(nil, nil, true)
+  end
+end
+
+--- Stops session s.
+function M.stop(s)
+  if s.mode == "chat" then
+    local c = chat_of(s)
+    if c then
+      require("claude.chat").close(c)
+    end
+  elseif s.id == term_id then
+    require("claude.terminal").close()
+  end
+end
+
+--- :ClaudeSessions: the panel.
+function M.open()
+  refresh()
+  if not (panel.buf and api.nvim_buf_is_valid(panel.buf)) then
+    panel.buf = api.nvim_create_buf(false, true)
+    vim.bo[panel.buf].bufhidden = "wipe"
+    vim.bo[panel.buf].filetype = "claude-sessions"
+    local function map(lhs, fn, desc)
+      vim.keymap.set("n", lhs, fn, { buffer = panel.buf, nowait = true, desc = desc })
+    end
+    map("<CR>", function()
+      local s = under_cursor()
+      if s then
+        M.jump(s)
+      end
+    end, "nvim-claude: jump to the session")
+    map("x", function()
+      local s = under_cursor()
+      if s then
+        M.stop(s)
+      end
+    end, "nvim-claude: stop the session")
+    map("r", function()
+      local s = under_cursor()
+      if not s then
+        return
+      end
+      vim.ui.input({ prompt = "Rename " .. s.name .. ": ", default = s.name }, function(name)
+        if name and vim.trim(name) ~= "" then
+          request("sessions.update", { id = s.id, event = "rename", name = name })
+          refresh()
+          M._render()
+        end
+      end)
+    end, "nvim-claude: rename the session")
+    map("q", "<cmd>close<CR>", "nvim-claude: close the panel")
+  end
+  M._render()
+  if #vim.fn.win_findbuf(panel.buf) == 0 then
+    vim.cmd("botright split")
+    api.nvim_win_set_buf(0, panel.buf)
+    api.nvim_win_set_height(0, math.min(#cache + 4, 15))
+  end
+  return panel.buf
+end
+
+--- :ClaudeAnswer: goes to the oldest question waiting in any session: a
+--- chat's permission prompt (answered with the chat's keys), the
+--- terminal's pending diff (:w accepts, :q rejects), or the terminal at
+--- its prompt. Returns the session, or nil when none waits.
+function M.answer()
+  refresh()
+  local oldest
+  for _, s in ipairs(cache) do
+    if s.state == "needs input" and (not oldest or s.since < oldest.since) then
+      oldest = s
+    end
+  end
+  if not oldest then
+    util.notify("nvim-claude: no session waits for you", vim.log.levels.INFO)
+    return nil
+  end
+  local diff = package.loaded["claude.diff"]
+  local pending = diff and diff.pending and diff.pending() or {}
+  if oldest.mode == "terminal" and #pending > 0 then
+    for _, d in ipairs(pending) do
+      if not (d.tab_name or ""):find("^%[Claude chat%]") then
+        for _, w in ipairs(vim.fn.win_findbuf(d.proposal_bufnr)) do
+          api.nvim_set_current_win(w)
+          return oldest
+        end
+      end
+    end
+  end
+  M.jump(oldest)
+  return oldest
+end
+
+return M
