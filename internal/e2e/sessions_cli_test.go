@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -26,14 +27,15 @@ func TestCLISessionStates(t *testing.T) {
 		map[string]any{"hooks": []any{map[string]any{"type": "command", "command": "touch " + marker}}},
 	}}})
 	s := startSession(t, sessionOpts{userSettings: string(user)})
-	// Record the state events, and hide the terminal: the user looks
-	// elsewhere.
+	// Record the state events, and look elsewhere: another tab page
+	// (the terminal keeps a window, which Neovim 0.7 needs to render it).
 	s.Exec(t, `_G.states = {}
 		vim.api.nvim_create_autocmd("User", { pattern = "ClaudeSessionState", callback = function(ev)
-			local d = ev.data or {}
-			table.insert(_G.states, d.previous .. ">" .. d.state)
+			-- Neovim 0.7 passes no data: the host's list has the state
+			local d = ev.data or { state = require("claude").sessions()[1].state }
+			table.insert(_G.states, d.state)
 		end })
-		for _, w in ipairs(vim.fn.win_findbuf(require("claude").status().terminal.bufnr)) do vim.api.nvim_win_close(w, true) end
+		vim.cmd("tabnew")
 		_G.notes = {}`)
 	var argv string
 	s.Eval(t, `local f = io.open("/proc/" .. require("claude").status().terminal.pid .. "/cmdline", "rb") local s = f:read("*a") f:close()
@@ -94,12 +96,18 @@ func TestCLISessionStates(t *testing.T) {
 	s.waitScreen(t, 30*time.Second, "Do you want to proceed?")
 	s.typeKeys(t, "1")
 	s.waitScreen(t, 30*time.Second, "All done.")
-	s.WaitFor(t, 30*time.Second, `(function() for _, x in ipairs(_G.states) do if x == "working>done" then return true end end end)()`,
+	s.WaitFor(t, 30*time.Second, `(function() for _, x in ipairs(_G.states) do if x == "done" or x == "idle" then return true end end end)()`,
 		`return _G.states`, "working → done")
 	var states []string
 	s.Eval(t, `return _G.states`, &states)
-	got := strings.Join(states, " ")
-	if !strings.HasPrefix(got, "idle>working working>needs input needs input>working working>done") {
+	got := strings.Join(states, ",")
+	var hasData bool
+	s.Eval(t, `return vim.fn.has("nvim-0.8") == 1`, &hasData)
+	// With 0.7's data-less events the list is read a moment later (done
+	// may be idle already: the terminal is on screen): only the order of
+	// what was seen can be checked.
+	if (hasData && !strings.HasPrefix(got, "working,needs input,working,done")) ||
+		(!hasData && !regexp.MustCompile(`needs input,.*(done|idle)`).MatchString(got)) {
 		t.Fatalf("state events: %s", got)
 	}
 	n := 0
