@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -118,5 +119,87 @@ func TestCLISessionStates(t *testing.T) {
 	}
 	if n != 1 {
 		t.Fatalf("%d 'needs you' notifications, want 1: %+v", n, s.notes(t))
+	}
+}
+
+// A chat's permission prompt puts its session in `needs input`;
+// `:ClaudeAnswer allow` answers the can_use_tool request, the turn runs
+// and ends. Handed over to the terminal (:ClaudeSessions' `h`), the chat
+// stops and the terminal's CLI resumes the same conversation: its next
+// request carries the chat's messages.
+func TestChatCLISessionAnswerAndHandover(t *testing.T) {
+	s := startChatSession(t, nil, "")
+	s.Exec(t, `_G.states = {}
+		vim.api.nvim_create_autocmd("User", { pattern = "ClaudeSessionState", callback = function(ev)
+			table.insert(_G.states, ev.data.id .. ":" .. ev.data.state)
+		end })`)
+	made := filepath.Join(s.project, "made.txt")
+	s.api.Script(
+		fakeapi.Reply(fakeapi.ToolUse("Bash", map[string]any{"command": "touch made.txt", "description": "Make the file"})),
+		fakeapi.Reply(fakeapi.Text("Made it.")),
+	)
+	s.send(t, "1", "make the file please")
+	s.waitPermission(t, "1", 1)
+	s.WaitFor(t, 30*time.Second, `(function() local x = require("claude").sessions()[1] return x and x.id == "c1" and x.state == "needs input" end)()`,
+		`return require("claude").sessions()`, "the chat's session to need input")
+	var waiting string
+	s.Eval(t, `return require("claude").sessions()[1].waiting`, &waiting)
+	if !strings.Contains(waiting, "Bash") {
+		t.Fatalf("waiting for %q, want the Bash call", waiting)
+	}
+	// From another buffer: :ClaudeAnswer shows the prompt and allows it.
+	s.Exec(t, `vim.cmd("wincmd t")`)
+	s.Exec(t, `vim.cmd("ClaudeAnswer allow")`)
+	s.waitTranscript(t, "1", "Made it.")
+	s.waitTurns(t, 1)
+	if _, err := os.Stat(made); err != nil {
+		t.Fatalf("the allowed Bash call did not run: %v", err)
+	}
+	s.WaitFor(t, 30*time.Second, `(function() for _, x in ipairs(_G.states) do if x == "c1:done" then return true end end end)()`,
+		`return _G.states`, "the chat to be done")
+	var states []string
+	s.Eval(t, `return _G.states`, &states)
+	if got := strings.Join(states, " "); !strings.Contains(got, "c1:needs input c1:working c1:done") {
+		t.Fatalf("state events: %s", got)
+	}
+
+	// Handover to the terminal.
+	var sid string
+	s.Eval(t, `return require("claude").sessions()[1].claude_session or ""`, &sid)
+	if sid == "" {
+		t.Fatal("the chat's session has no CLI session id")
+	}
+	s.Exec(t, `require("claude.sessions").handover(require("claude").sessions()[1])`)
+	var term struct {
+		PID   int `json:"pid"`
+		JobID int `json:"job_id"`
+		Bufnr int `json:"bufnr"`
+	}
+	s.Eval(t, `return require("claude.terminal").info()`, &term)
+	if term.PID == 0 {
+		t.Fatalf("no terminal after the handover; notes %v", s.notes(t))
+	}
+	killOnCleanup(t, term.PID)
+	screen := fmt.Sprintf(`table.concat(vim.api.nvim_buf_get_lines(%d, 0, -1, false), "\n")`, term.Bufnr)
+	// The resumed CLI shows the chat's conversation.
+	s.WaitFor(t, 60*time.Second, screen+`:find("Made it.", 1, true) ~= nil`, "return "+screen, "the resumed CLI to show the chat's turn")
+	var argv string
+	s.Eval(t, `local f = io.open("/proc/" .. require("claude.terminal").info().pid .. "/cmdline", "rb") local s = f:read("*a") f:close()
+		return (s:gsub("%z", " "))`, &argv)
+	if !strings.Contains(argv, "--resume "+sid) {
+		t.Fatalf("the terminal's CLI does not resume %s: %s", sid, argv)
+	}
+	var chatState string
+	s.Eval(t, `for _, x in ipairs(require("claude").sessions()) do if x.id == "c1" then return x.state end end`, &chatState)
+	if chatState != "exited" {
+		t.Fatalf("the chat was not stopped: %s", chatState)
+	}
+	s.api.Script(fakeapi.Reply(fakeapi.Text("You asked me to make the file.")))
+	s.Exec(t, `vim.api.nvim_chan_send(...)`, term.JobID, "what did I ask")
+	s.WaitFor(t, 20*time.Second, screen+`:find("what did I ask", 1, true) ~= nil`, "return "+screen, "the prompt typed")
+	s.Exec(t, `vim.api.nvim_chan_send(...)`, term.JobID, "\r")
+	r := s.mainRequestWith(t, "what did I ask")
+	if !strings.Contains(r.Text(), "make the file please") {
+		t.Fatalf("the terminal's request lacks the chat's messages:\n%s", r.Text())
 	}
 }

@@ -96,9 +96,15 @@ function M.create()
   cmd("ClaudeSessions", function()
     require("claude.sessions").open()
   end, { nargs = 0, desc = "List every Claude session (terminal and chats) with its state" })
-  cmd("ClaudeAnswer", function()
-    require("claude.sessions").answer()
-  end, { nargs = 0, desc = "Go to the oldest question a Claude session waits on" })
+  cmd("ClaudeAnswer", function(o)
+    require("claude.sessions").answer(o.args)
+  end, {
+    nargs = "?",
+    complete = function()
+      return { "allow", "always", "deny" }
+    end,
+    desc = "Show the oldest question a Claude session waits on; allow, always or deny answers it",
+  })
 
   -- Diff review.
   cmd("ClaudeDiffAccept", function()

@@ -88,6 +88,11 @@ end
 --- --settings layer of our hooks to args. Returns the new args.
 function M.terminal_args(args, tools)
   term_id = nil
+  for i, a in ipairs(args or {}) do
+    if a == "--resume" or a == "-r" then
+      M.release(args[i + 1])
+    end
+  end
   local res = request("sessions.terminal", { dir = vim.fn.getcwd(-1, -1) })
   if type(res) ~= "table" or not res.id then
     return args
@@ -282,7 +287,7 @@ function M._render()
     table.insert(lines, "(no session: :ClaudeStart or :ClaudeChat starts one)")
   end
   table.insert(lines, "")
-  table.insert(lines, "<CR> jump · x stop · r rename · q close")
+  table.insert(lines, "<CR> jump · x stop · r rename · h continue in the other mode · q close")
   vim.bo[buf].modifiable = true
   api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   vim.bo[buf].modifiable = false
@@ -356,6 +361,12 @@ function M.open()
         end
       end)
     end, "nvim-claude: rename the session")
+    map("h", function()
+      local s = under_cursor()
+      if s then
+        M.handover(s)
+      end
+    end, "nvim-claude: continue the session in the other mode")
     map("q", "<cmd>close<CR>", "nvim-claude: close the panel")
   end
   M._render()
@@ -367,11 +378,24 @@ function M.open()
   return panel.buf
 end
 
---- :ClaudeAnswer: goes to the oldest question waiting in any session: a
---- chat's permission prompt (answered with the chat's keys), the
---- terminal's pending diff (:w accepts, :q rejects), or the terminal at
---- its prompt. Returns the session, or nil when none waits.
-function M.answer()
+local choices = { allow = "allow", always = "session", deny = "deny" }
+
+--- :ClaudeAnswer [allow|always|deny]: goes to the oldest question any
+--- session waits on and shows it — a chat's permission prompt (tool and
+--- input, or the diff of an edit), the terminal's pending diff, or else the
+--- terminal at the CLI's prompt — and, given a choice, answers it: a chat's
+--- can_use_tool request (always: for the session), the terminal's diff
+--- (allow and always accept, deny rejects). A terminal's own prompt can
+--- only be answered in the terminal. Returns the session, or nil when none
+--- waits.
+function M.answer(choice)
+  if choice == "" then
+    choice = nil
+  end
+  if choice and not choices[choice] then
+    util.notify(string.format('nvim-claude: :ClaudeAnswer takes "allow", "always" or "deny", not %q', choice), vim.log.levels.ERROR)
+    return nil
+  end
   refresh()
   local oldest
   for _, s in ipairs(cache) do
@@ -383,20 +407,73 @@ function M.answer()
     util.notify("nvim-claude: no session waits for you", vim.log.levels.INFO)
     return nil
   end
+  if oldest.mode == "chat" then
+    local c = chat_of(oldest)
+    if not c then
+      return nil
+    end
+    local chat = require("claude.chat")
+    chat.show(c, true)
+    local perm = require("claude.chat.permission")
+    if perm.jump(c) and choice then
+      perm.answer(c, choices[choice])
+    end
+    return oldest
+  end
   local diff = package.loaded["claude.diff"]
-  local pending = diff and diff.pending and diff.pending() or {}
-  if oldest.mode == "terminal" and #pending > 0 then
-    for _, d in ipairs(pending) do
-      if not (d.tab_name or ""):find("^%[Claude chat%]") then
-        for _, w in ipairs(vim.fn.win_findbuf(d.proposal_bufnr)) do
-          api.nvim_set_current_win(w)
-          return oldest
+  for _, d in ipairs(diff and diff.pending and diff.pending() or {}) do
+    if not (d.tab_name or ""):find("^%[Claude chat%]") then
+      for _, w in ipairs(vim.fn.win_findbuf(d.proposal_bufnr)) do
+        api.nvim_set_current_win(w)
+        if choice == "deny" then
+          diff.reject()
+        elseif choice then
+          diff.accept()
         end
+        return oldest
       end
     end
   end
   M.jump(oldest)
+  if choice then
+    util.notify("nvim-claude: the terminal's prompt is answered in the terminal (the IDE protocol cannot answer it)", vim.log.levels.INFO)
+  end
   return oldest
+end
+
+-- Handover ---------------------------------------------------------------------
+
+--- Stops whichever session runs the CLI conversation claude_session
+--- (except the chat except_chat), so that another mode can resume it:
+--- called before a chat or the terminal resumes a session.
+function M.release(claude_session, except_chat)
+  if not claude_session or claude_session == "" then
+    return
+  end
+  for _, s in ipairs(refresh()) do
+    if s.claude_session == claude_session and s.state ~= "exited" and s.id ~= except_chat then
+      M.stop(s)
+    end
+  end
+end
+
+--- Continues session s in the other mode (the CLI's --resume): a chat in
+--- the Claude terminal, the terminal's conversation in a chat. The other
+--- side is stopped first.
+function M.handover(s)
+  if not s.claude_session or s.claude_session == "" then
+    util.notify(
+      "nvim-claude: the CLI's session id of " .. s.name .. " is not known yet (it comes with the first turn; for the terminal, through its hooks)",
+      vim.log.levels.WARN
+    )
+    return
+  end
+  M.stop(s)
+  if s.mode == "chat" then
+    require("claude").start({ "--resume", s.claude_session }, true)
+  else
+    require("claude.chat").open({ resume = s.claude_session, cwd = s.dir })
+  end
 end
 
 return M
