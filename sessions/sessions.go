@@ -76,7 +76,13 @@ type Session struct {
 	// counted apart, so that closing one does not hide the other.
 	diffs  int
 	prompt bool
+	// edited: when the CLI last started an edit tool (PreToolUse), to
+	// tell whose a diff is when several terminals run.
+	edited time.Time
 }
+
+// editTools are the tools whose call opens a diff.
+var editTools = map[string]bool{"Edit": true, "Write": true, "MultiEdit": true, "NotebookEdit": true}
 
 // Sessions is the feature.
 type Sessions struct {
@@ -88,12 +94,15 @@ type Sessions struct {
 	mu   sync.Mutex
 	byID map[string]*Session
 	seq  int
+	// diffOwner: the session each open diff of a terminal CLI is for, by
+	// the diff's tab name.
+	diffOwner map[string]string
 }
 
 // New makes the feature.
 func New(h host.Host) *Sessions {
 	return &Sessions{h: h, log: h.Logger().With("feature", "sessions"), now: time.Now, bin: executable,
-		byID: map[string]*Session{}}
+		byID: map[string]*Session{}, diffOwner: map[string]string{}}
 }
 
 // Name names the feature.
@@ -206,7 +215,10 @@ func shellQuote(s string) string {
 
 // updateParams are what Lua reports of a session.
 type updateParams struct {
+	// ID is the session's; "" for a diff event (the host finds whose).
 	ID string `json:"id"`
+	// Tab names the diff of a diff event.
+	Tab string `json:"tab"`
 	// Event: "pid" (with PID), "exited", "rename" (with Name), "seen"
 	// (the user looked: done → idle), "diff_opened", "diff_closed".
 	Event string `json:"event"`
@@ -216,6 +228,12 @@ type updateParams struct {
 
 func (s *Sessions) handleUpdate(_ context.Context, p updateParams) (any, error) {
 	s.mu.Lock()
+	if p.Event == "diff_opened" || p.Event == "diff_closed" {
+		if p.ID = s.diffSessionLocked(p.Event, p.Tab); p.ID == "" {
+			s.mu.Unlock()
+			return nil, nil // no terminal's
+		}
+	}
 	x := s.byID[p.ID]
 	if x == nil {
 		s.mu.Unlock()
@@ -263,6 +281,40 @@ func (s *Sessions) handleUpdate(_ context.Context, p updateParams) (any, error) 
 		return nil, fmt.Errorf("sessions.update: unknown event %q", p.Event)
 	}
 	return nil, nil
+}
+
+// diffSessionLocked is the terminal session a diff is for: the one whose
+// CLI started an edit last (its hooks say so), else the only terminal
+// running. s.mu is held.
+func (s *Sessions) diffSessionLocked(event, tab string) string {
+	if event == "diff_closed" {
+		id := s.diffOwner[tab]
+		delete(s.diffOwner, tab)
+		return id
+	}
+	var best *Session
+	live := 0
+	for _, x := range s.byID {
+		if x.Mode != ModeTerminal || x.State == Exited {
+			continue
+		}
+		live++
+		if !x.edited.IsZero() && (best == nil || x.edited.After(best.edited)) {
+			best = x
+		}
+	}
+	if best == nil {
+		if live != 1 {
+			return ""
+		}
+		for _, x := range s.byID {
+			if x.Mode == ModeTerminal && x.State != Exited {
+				best = x
+			}
+		}
+	}
+	s.diffOwner[tab] = best.ID
+	return best.ID
 }
 
 // setLocked moves x to state (s.mu held; it unlocks it) and tells Lua
@@ -333,6 +385,9 @@ func (s *Sessions) Hook(c HookCall) error {
 	case "UserPromptSubmit", "PreToolUse", "PostToolUse":
 		// A tool ran or is about to: whatever prompt there was is answered.
 		x.prompt = false
+		if c.Event == "PreToolUse" && editTools[c.Tool] {
+			x.edited = s.now()
+		}
 		if x.diffs > 0 {
 			s.mu.Unlock()
 			return nil

@@ -210,3 +210,44 @@ func TestHookSocket(t *testing.T) {
 		t.Fatalf("after the good call: %+v", x)
 	}
 }
+
+// TestDiffOwner: with two terminals a diff belongs to the one whose CLI
+// started an edit last; without hooks to tell, to none of them.
+func TestDiffOwner(t *testing.T) {
+	s := New(&fakeHost{})
+	t1, t2 := newTerminal(t, s), newTerminal(t, s)
+	upd := func(ev, tab string) {
+		raw, _ := json.Marshal(map[string]any{"id": "", "event": ev, "tab": tab})
+		if _, err := s.Hooks().LuaRequests["sessions.update"](context.Background(), raw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	states := func() string {
+		var out []string
+		for _, x := range s.List() {
+			out = append(out, x.ID+":"+x.State)
+		}
+		return strings.Join(out, " ")
+	}
+	upd("diff_opened", "A")
+	if got := states(); got != "t1:idle t2:idle" {
+		t.Fatalf("a diff nobody claims: %s", got)
+	}
+	for _, c := range []HookCall{
+		{Session: t2, Event: "PreToolUse", Tool: "Edit"},
+		{Session: t1, Event: "PreToolUse", Tool: "Write"},
+		{Session: t2, Event: "PreToolUse", Tool: "Bash"},
+	} {
+		if err := s.Hook(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	upd("diff_opened", "B")
+	if got := states(); got != "t1:needs input t2:working" {
+		t.Fatalf("after t1's Write opened a diff: %s", got)
+	}
+	upd("diff_closed", "B")
+	if got := states(); got != "t1:working t2:working" {
+		t.Fatalf("after the diff closed: %s", got)
+	}
+}

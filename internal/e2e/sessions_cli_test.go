@@ -17,17 +17,30 @@ import (
 )
 
 // Issue 20 with the real CLI: :ClaudeStart layers our hooks (--settings)
-// over the user's settings, whose own hook still runs. A scripted Bash call
-// asks permission while the terminal is hidden: the session shows `needs
-// input` (one notification), :ClaudeAnswer brings the terminal to its
-// prompt, and once allowed the state goes working → done. Forged hook calls
-// (a wrong token, oversized input) change nothing.
+// over the user's settings, whose own hook still runs. Two terminals run; a
+// scripted Bash call in the first asks permission while both are hidden:
+// that session alone shows `needs input` (one notification), :ClaudeAnswer
+// brings its terminal to the prompt, and once allowed the state goes
+// working → done. Forged hook calls (a wrong token, oversized input) change
+// nothing.
 func TestCLISessionStates(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "user-hook-ran")
 	user, _ := json.Marshal(map[string]any{"hooks": map[string]any{"UserPromptSubmit": []any{
 		map[string]any{"hooks": []any{map[string]any{"type": "command", "command": "touch " + marker}}},
 	}}})
 	s := startSession(t, sessionOpts{userSettings: string(user)})
+	// A second terminal: its session stays idle throughout.
+	s.Exec(t, `vim.cmd("ClaudeStartNew")`)
+	var second struct {
+		PID   int `json:"pid"`
+		Bufnr int `json:"bufnr"`
+	}
+	s.Eval(t, `return require("claude.terminal").info()`, &second)
+	if second.PID == 0 || second.PID == s.st.Terminal.PID {
+		t.Fatalf(":ClaudeStartNew started no second terminal: %+v", second)
+	}
+	killOnCleanup(t, second.PID)
+	s.WaitFor(t, 60*time.Second, `#require("claude").status().clients == 2`, `return require("claude").status()`, "both CLIs to connect")
 	// Record the state events, and look elsewhere: another tab page
 	// (the terminal keeps a window, which Neovim 0.7 needs to render it).
 	s.Exec(t, `_G.states = {}
@@ -38,10 +51,12 @@ func TestCLISessionStates(t *testing.T) {
 		end })
 		vim.cmd("tabnew")
 		_G.notes = {}`)
-	var argv string
-	s.Eval(t, `local f = io.open("/proc/" .. require("claude").status().terminal.pid .. "/cmdline", "rb") local s = f:read("*a") f:close()
-		return (s:gsub("%z", " "))`, &argv)
-	if !strings.Contains(argv, "--settings") || !strings.Contains(argv, " hook Stop t1") {
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", s.st.Terminal.PID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	argv := strings.ReplaceAll(string(cmdline), "\x00", " ")
+	if !strings.Contains(argv, "--settings") || !strings.Contains(argv, " hook Stop t1") || strings.Contains(argv, "hook Stop t2") {
 		t.Fatalf("the CLI got no hooks settings layer; argv: %s", argv)
 	}
 
@@ -53,6 +68,11 @@ func TestCLISessionStates(t *testing.T) {
 		"the session to need input")
 	if _, err := os.Stat(marker); err != nil {
 		t.Fatalf("the user's own UserPromptSubmit hook did not run: %v", err)
+	}
+	var dash []struct{ ID, State, Mode string }
+	s.Eval(t, `return require("claude").sessions()`, &dash)
+	if len(dash) != 2 || dash[0].ID != "t1" || dash[0].State != "needs input" || dash[1].ID != "t2" || dash[1].State != "idle" {
+		t.Fatalf("the dashboard: %+v", dash)
 	}
 	var line string
 	s.Eval(t, `return require("claude").sessions_statusline()`, &line)
@@ -89,10 +109,10 @@ func TestCLISessionStates(t *testing.T) {
 
 	// :ClaudeAnswer goes to the terminal's prompt; the user allows.
 	s.Exec(t, `vim.cmd("ClaudeAnswer")`)
-	var cur bool
-	s.Eval(t, `return vim.b.claude_terminal == true`, &cur)
-	if !cur {
-		t.Fatal(":ClaudeAnswer did not focus the terminal")
+	var cur int
+	s.Eval(t, `return vim.api.nvim_get_current_buf()`, &cur)
+	if cur != s.st.Terminal.Bufnr {
+		t.Fatalf(":ClaudeAnswer did not focus the first terminal (buffer %d, current %d)", s.st.Terminal.Bufnr, cur)
 	}
 	s.waitScreen(t, 30*time.Second, "Do you want to proceed?")
 	s.typeKeys(t, "1")

@@ -11,7 +11,9 @@ local M = {}
 local api = vim.api
 
 local cache = {} -- the last list, for statusline()
-local term_id = nil -- the session id of the running terminal CLI
+local pending_id = nil -- the session of the terminal CLI about to start
+local term_ids = {} -- terminal buffer → session id
+local term_bufs = {} -- session id → terminal buffer
 local panel = { buf = nil }
 
 local function server()
@@ -87,7 +89,7 @@ end
 --- session and, with sessions.hooks and the editor tools' socket, adds the
 --- --settings layer of our hooks to args. Returns the new args.
 function M.terminal_args(args, tools)
-  term_id = nil
+  pending_id = nil
   for i, a in ipairs(args or {}) do
     if a == "--resume" or a == "-r" then
       M.release(args[i + 1])
@@ -97,7 +99,7 @@ function M.terminal_args(args, tools)
   if type(res) ~= "table" or not res.id then
     return args
   end
-  term_id = res.id
+  pending_id = res.id
   if opts().hooks and tools and tools.socket and res.settings then
     args = vim.deepcopy(args or {})
     table.insert(args, "--settings")
@@ -115,19 +117,32 @@ local function update(id, event, extra)
   server().request_async("sessions.update", p, function() end)
 end
 
---- Called by terminal.open once the CLI runs.
-function M.terminal_started(pid)
-  if term_id then
-    update(term_id, "pid", { pid = pid })
+--- Called by terminal.open once the CLI runs in buf.
+function M.terminal_started(pid, buf)
+  if pending_id then
+    term_ids[buf], term_bufs[pending_id] = pending_id, buf
+    update(pending_id, "pid", { pid = pid })
+  end
+  pending_id = nil
+end
+
+--- Called by terminal when the CLI of buf exits or is stopped.
+function M.terminal_exited(buf)
+  local id = buf and term_ids[buf]
+  if id then
+    update(id, "exited")
+    term_ids[buf], term_bufs[id] = nil, nil
   end
 end
 
---- Called by terminal when its CLI exits or is stopped.
-function M.terminal_exited()
-  if term_id then
-    update(term_id, "exited")
+-- tab_shows: whether a window of the current tab page shows buf.
+local function tab_shows(buf)
+  for _, w in ipairs(api.nvim_tabpage_list_wins(0)) do
+    if api.nvim_win_get_buf(w) == buf then
+      return true
+    end
   end
-  term_id = nil
+  return false
 end
 
 -- Visibility -----------------------------------------------------------------
@@ -144,7 +159,7 @@ local function visible(s)
     local c = chat_of(s)
     return c ~= nil and require("claude.chat").visible(c)
   end
-  return s.id == term_id and require("claude.terminal").visible()
+  return term_bufs[s.id] ~= nil and tab_shows(term_bufs[s.id])
 end
 
 local function notify(s, state)
@@ -195,7 +210,7 @@ local function on_enter()
   for _, s in ipairs(cache) do
     if s.state == "done" then
       local c = s.mode == "chat" and chat_of(s)
-      local t = s.mode == "terminal" and s.id == term_id and vim.b[buf].claude_terminal
+      local t = s.mode == "terminal" and term_ids[buf] == s.id
       if t or (c and (c.tbuf == buf or c.pbuf == buf)) then
         update(s.id, "seen")
       end
@@ -203,16 +218,37 @@ local function on_enter()
   end
 end
 
+local open_tabs = {} -- the terminals' diffs the host was told of
+
 local function diff_event(ev, opened)
-  local data = ev.data
-  if not data then
+  local tabs = {}
+  if ev.data and ev.data.tab_name then
+    tabs[1] = ev.data.tab_name
+  else
+    -- Neovim 0.7 passes no data: compare with the pending diffs
     local diff = package.loaded["claude.diff"]
-    local pending = diff and diff.pending and diff.pending() or {}
-    data = opened and pending[#pending] or {}
+    local pending = {}
+    for _, d in ipairs(diff and diff.pending and diff.pending() or {}) do
+      pending[d.tab_name] = true
+      if opened and not open_tabs[d.tab_name] then
+        table.insert(tabs, d.tab_name)
+      end
+    end
+    if not opened then
+      for tab in pairs(open_tabs) do
+        if not pending[tab] then
+          table.insert(tabs, tab)
+        end
+      end
+    end
   end
-  -- the chat's diffs are its permission prompts, which it reports itself
-  if term_id and not (data.tab_name or ""):find("^%[Claude chat%]") then
-    update(term_id, opened and "diff_opened" or "diff_closed")
+  for _, tab in ipairs(tabs) do
+    -- the chat's diffs are its permission prompts, which it reports
+    -- itself; the host knows which terminal's CLI is editing
+    if next(term_bufs) and not tab:find("^%[Claude chat%]") then
+      open_tabs[tab] = opened or nil
+      update("", opened and "diff_opened" or "diff_closed", { tab = tab })
+    end
   end
 end
 
@@ -244,8 +280,11 @@ end
 
 function M.detach()
   pcall(api.nvim_del_augroup_by_name, "nvim-claude-sessions")
+  -- the CLIs in the background lose their IDE with the host
+  require("claude.terminal").close_others()
   cache = {}
-  term_id = nil
+  pending_id = nil
+  open_tabs = {}
 end
 
 -- :ClaudeSessions --------------------------------------------------------------
@@ -309,8 +348,8 @@ function M.jump(s)
     if c then
       require("claude.chat").show(c, true)
     end
-  elseif s.id == term_id then
-    require("claude.terminal").open(nil, nil, true)
+  elseif term_bufs[s.id] then
+    require("claude.terminal").switch(term_bufs[s.id], true)
   end
 end
 
@@ -321,8 +360,8 @@ function M.stop(s)
     if c then
       require("claude.chat").close(c)
     end
-  elseif s.id == term_id then
-    require("claude.terminal").close()
+  elseif term_bufs[s.id] then
+    require("claude.terminal").stop_buf(term_bufs[s.id])
   end
 end
 
@@ -439,6 +478,20 @@ function M.answer(choice)
     util.notify("nvim-claude: the terminal's prompt is answered in the terminal (the IDE protocol cannot answer it)", vim.log.levels.INFO)
   end
   return oldest
+end
+
+--- :ClaudeStartNew [args]: another Claude terminal beside the running one,
+--- which goes on in the background (:ClaudeSessions brings it back).
+function M.start_new(args)
+  if config.options.terminal.provider == "none" then
+    return require("claude").start(args)
+  end
+  local st = require("claude").serve_quiet()
+  if not st then
+    return nil
+  end
+  require("claude.terminal").open_another(st.port, args)
+  return st
 end
 
 -- Handover ---------------------------------------------------------------------

@@ -262,6 +262,7 @@ function M.open(port, args, focus)
     if t then
       pcall(vim.api.nvim_buf_set_var, t.bufnr, "claude_terminal", true)
       vim.bo[t.bufnr].filetype = "claude"
+      require("claude.sessions").terminal_started(t.pid, t.bufnr)
       return t
     end
     util.notify("nvim-claude: snacks.nvim could not open the terminal (" .. err .. "); using the native one", vim.log.levels.WARN)
@@ -297,7 +298,7 @@ function M.open(port, args, focus)
     return nil
   end
   term = { bufnr = buf, job_id = job, pid = vim.fn.jobpid(job), snacks = nil }
-  require("claude.sessions").terminal_started(term.pid)
+  require("claude.sessions").terminal_started(term.pid, buf)
   vim.bo[buf].bufhidden = "hide"
   vim.bo[buf].buflisted = false
   pcall(vim.api.nvim_buf_set_var, buf, "claude_terminal", true)
@@ -315,11 +316,12 @@ end
 
 function M._on_exit(job, code)
   if term.job_id ~= job then
+    M._on_other_exit(job, code)
     return
   end
   local buf = term.bufnr
   term = { bufnr = nil, job_id = nil, pid = nil, snacks = nil }
-  require("claude.sessions").terminal_exited()
+  require("claude.sessions").terminal_exited(buf)
   -- A clean exit closes the split; a failure stays on screen to be read.
   if code == 0 and buf and vim.api.nvim_buf_is_valid(buf) then
     for _, win in ipairs(vim.fn.win_findbuf(buf)) do
@@ -364,7 +366,7 @@ function M.close()
   local job, buf = term.job_id, term.bufnr
   term = { bufnr = nil, job_id = nil, pid = nil, snacks = nil }
   if job then
-    require("claude.sessions").terminal_exited()
+    require("claude.sessions").terminal_exited(buf)
     pcall(vim.fn.jobstop, job)
     vim.fn.jobwait({ job }, 2000)
   end
@@ -435,6 +437,118 @@ local function on_diff_closed()
     local diff = package.loaded["claude.diff"]
     if alive() and not (diff and diff.pending and #diff.pending() > 0) then
       show(false)
+    end
+  end
+end
+
+-- Several terminals (issue 20) ----------------------------------------------
+-- The terminal the commands act on (:ClaudeToggle, :ClaudeSend…) is `term`;
+-- :ClaudeStartNew moves it to `others`, where its CLI runs on, and starts
+-- another. :ClaudeSessions makes one current again (switch).
+
+local others = {}
+
+local function job_alive(t)
+  return t.bufnr and vim.api.nvim_buf_is_valid(t.bufnr) and t.job_id and vim.fn.jobwait({ t.job_id }, 0)[1] == -1
+end
+
+-- close_windows closes buf's windows (never the last one).
+local function close_windows(buf)
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    if #vim.api.nvim_list_wins() > 1 then
+      pcall(vim.api.nvim_win_close, win, true)
+    end
+  end
+end
+
+--- :ClaudeStartNew: another CLI in a terminal, beside the running one
+--- (which goes on in the background).
+function M.open_another(port, args, focus)
+  if alive() then
+    -- its window stays (a terminal Neovim 0.7 does not show is not
+    -- redrawn); the new one opens beside it
+    table.insert(others, term)
+    term = { bufnr = nil, job_id = nil, pid = nil, snacks = nil }
+  end
+  return M.open(port, args, focus)
+end
+
+--- Every running terminal: { {bufnr, job_id, pid, current}, ... }.
+function M.all()
+  local out = {}
+  if alive() then
+    table.insert(out, { bufnr = term.bufnr, job_id = term.job_id, pid = term.pid, current = true })
+  end
+  for _, t in ipairs(others) do
+    if job_alive(t) then
+      table.insert(out, { bufnr = t.bufnr, job_id = t.job_id, pid = t.pid, current = false })
+    end
+  end
+  return out
+end
+
+--- Makes the terminal of buf the current one and shows it (focus: go to
+--- it). Returns false when no running terminal has that buffer.
+function M.switch(buf, focus)
+  if term.bufnr ~= buf then
+    for i, t in ipairs(others) do
+      if t.bufnr == buf and job_alive(t) then
+        table.remove(others, i)
+        if alive() then
+          table.insert(others, term)
+        end
+        term = t
+        break
+      end
+    end
+  end
+  if term.bufnr ~= buf or not alive() then
+    return false
+  end
+  show(focus)
+  return true
+end
+
+--- Stops the terminal of buf (the current one or one in the background).
+function M.stop_buf(buf)
+  if term.bufnr == buf then
+    M.close()
+    return
+  end
+  for i, t in ipairs(others) do
+    if t.bufnr == buf then
+      table.remove(others, i)
+      require("claude.sessions").terminal_exited(buf)
+      pcall(vim.fn.jobstop, t.job_id)
+      vim.fn.jobwait({ t.job_id }, 2000)
+      close_windows(buf)
+      pcall(vim.api.nvim_buf_delete, buf, { force = true })
+      return
+    end
+  end
+end
+
+--- Stops the terminals in the background (:ClaudeStop, the host's end).
+function M.close_others()
+  local bufs = {}
+  for _, t in ipairs(others) do
+    table.insert(bufs, t.bufnr)
+  end
+  for _, b in ipairs(bufs) do
+    M.stop_buf(b)
+  end
+end
+
+function M._on_other_exit(job, code)
+  for i, t in ipairs(others) do
+    if t.job_id == job then
+      table.remove(others, i)
+      require("claude.sessions").terminal_exited(t.bufnr)
+      if code == 0 and vim.api.nvim_buf_is_valid(t.bufnr) then
+        close_windows(t.bufnr)
+        pcall(vim.api.nvim_buf_delete, t.bufnr, { force = true })
+      end
+      return
     end
   end
 end
