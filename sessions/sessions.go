@@ -250,8 +250,9 @@ func (s *Sessions) handleUpdate(_ context.Context, p updateParams) (any, error) 
 			return nil, errors.New("a session's name cannot be empty")
 		}
 		x.Name = p.Name
+		snap := *x
 		s.mu.Unlock()
-		s.emit(x.ID, x.State, x.State)
+		s.emit(snap, snap.State)
 		return nil, nil
 	case "exited":
 		x.diffs, x.prompt = 0, false
@@ -328,14 +329,16 @@ func (s *Sessions) setLocked(x *Session, state, waiting string) {
 	}
 	x.State = state
 	x.Since = s.now().Unix()
-	id := x.ID
+	snap := *x
 	s.mu.Unlock()
-	s.emit(id, state, prev)
+	s.emit(snap, prev)
 }
 
-// emit tells Lua a session's state: sessions._on_event("state", …).
-func (s *Sessions) emit(id, state, prev string) {
-	s.h.Emit("sessions.state", map[string]any{"id": id, "state": state, "previous": prev})
+// emit tells Lua a session's state, with the whole session (Lua must not
+// ask the host back while it handles an event): sessions._on_event("state",
+// {id, state, previous, session}).
+func (s *Sessions) emit(x Session, prev string) {
+	s.h.Emit("sessions.state", map[string]any{"id": x.ID, "state": x.State, "previous": prev, "session": x})
 }
 
 // HookCall is what `nvim-claude hook` sends: the event and a digest of

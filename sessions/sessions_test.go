@@ -28,7 +28,11 @@ func (h *fakeHost) Emit(event string, data any) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if event == "sessions.state" {
-		h.events = append(h.events, data.(map[string]any))
+		d := data.(map[string]any)
+		if x := d["session"].(Session); x.ID != d["id"] || x.State != d["state"] {
+			panic("the event's session is not the one that changed")
+		}
+		h.events = append(h.events, d)
 	}
 }
 func (h *fakeHost) Broadcast(string, any) int        { return 0 }

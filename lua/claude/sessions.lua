@@ -180,28 +180,37 @@ local function notify(s, state)
   end
 end
 
---- The host's "sessions.<event>" events.
-function M._on_event(event, data)
-  if event ~= "state" or type(data) ~= "table" then
-    return
-  end
-  refresh()
-  if panel.buf and api.nvim_buf_is_valid(panel.buf) then
-    M._render()
-  end
-  local s
-  for _, x in ipairs(cache) do
-    if x.id == data.id then
-      s = x
+-- remember keeps session x in the cache (the list the host last told).
+local function remember(x)
+  for i, c in ipairs(cache) do
+    if c.id == x.id then
+      cache[i] = x
+      return
     end
   end
+  table.insert(cache, x)
+end
+
+--- The host's "sessions.<event>" events. They arrive inside the host's
+--- request: nothing here may ask the host back.
+function M._on_event(event, data)
+  if event ~= "state" or type(data) ~= "table" or type(data.session) ~= "table" then
+    return
+  end
+  local s = data.session
+  remember(s)
   util.emit("ClaudeSessionState", { id = data.id, state = data.state, previous = data.previous })
-  if s and data.state ~= data.previous and (data.state == "needs input" or data.state == "done") and not visible(s) then
-    notify(s, data.state)
-  end
-  if s and data.state == "done" and visible(s) then
-    update(s.id, "seen")
-  end
+  vim.schedule(function()
+    if panel.buf and api.nvim_buf_is_valid(panel.buf) then
+      M._render()
+    end
+    if data.state ~= data.previous and (data.state == "needs input" or data.state == "done") and not visible(s) then
+      notify(s, data.state)
+    end
+    if data.state == "done" and visible(s) then
+      update(s.id, "seen")
+    end
+  end)
 end
 
 -- seen: the user looks at a session that is done.
