@@ -28,7 +28,9 @@ func TestCLISessionStates(t *testing.T) {
 	user, _ := json.Marshal(map[string]any{"hooks": map[string]any{"UserPromptSubmit": []any{
 		map[string]any{"hooks": []any{map[string]any{"type": "command", "command": "touch " + marker}}},
 	}}})
-	s := startSession(t, sessionOpts{userSettings: string(user)})
+	notified := filepath.Join(t.TempDir(), "notifier.log")
+	s := startSession(t, sessionOpts{userSettings: string(user),
+		extra: fmt.Sprintf(`, sessions = { notifier = { "sh", "-c", 'echo "$0" >> %s' } }`, notified)})
 	// A second terminal: its session stays idle throughout.
 	s.Exec(t, `vim.cmd("ClaudeStartNew")`)
 	var second struct {
@@ -139,6 +141,13 @@ func TestCLISessionStates(t *testing.T) {
 	}
 	if n != 1 {
 		t.Fatalf("%d 'needs you' notifications, want 1: %+v", n, s.notes(t))
+	}
+	// The desktop notifier ran for it too (the terminal was on screen when
+	// the turn ended: no "done" notice).
+	waitFile(t, notified, true)
+	b, err := os.ReadFile(notified)
+	if err != nil || strings.Count(string(b), "\n") != 1 || !strings.Contains(string(b), "Claude (") || !strings.Contains(string(b), "needs you") {
+		t.Fatalf("the notifier's log: %q (%v)", b, err)
 	}
 }
 
