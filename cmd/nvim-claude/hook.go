@@ -76,7 +76,7 @@ func hook(args []string, stdin io.Reader, getenv func(string) string) error {
 		} `json:"error"`
 	}
 	if json.Unmarshal(line, &reply) == nil && reply.Error != nil {
-		return fmt.Errorf("Neovim refused the %s hook: %s", args[0], reply.Error.Message)
+		return fmt.Errorf("the host refused the %s hook: %s", args[0], reply.Error.Message)
 	}
 	return nil
 }
