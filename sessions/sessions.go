@@ -76,6 +76,7 @@ type Session struct {
 	// counted apart, so that closing one does not hide the other.
 	diffs  int
 	prompt bool
+	order  int // creation order, terminals and chats alike
 	// edited: when the CLI last started an edit tool (PreToolUse), to
 	// tell whose a diff is when several terminals run.
 	edited time.Time
@@ -91,9 +92,10 @@ type Sessions struct {
 	now func() time.Time
 	bin func() string // this binary, for the hook commands
 
-	mu   sync.Mutex
-	byID map[string]*Session
-	seq  int
+	mu    sync.Mutex
+	byID  map[string]*Session
+	seq   int // sessions made
+	terms int // terminal sessions made (their ids: t1, t2 …)
 	// diffOwner: the session each open diff of a terminal CLI is for, by
 	// the diff's tab name.
 	diffOwner map[string]string
@@ -136,7 +138,7 @@ func executable() string {
 	return exe
 }
 
-// List returns every session, oldest first.
+// List returns every session in the order they started.
 func (s *Sessions) List() []Session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -144,13 +146,8 @@ func (s *Sessions) List() []Session {
 	for _, x := range s.byID {
 		out = append(out, *x)
 	}
-	sort.Slice(out, func(i, j int) bool { return seqOf(out[i].ID) < seqOf(out[j].ID) })
+	sort.Slice(out, func(i, j int) bool { return out[i].order < out[j].order })
 	return out
-}
-
-func seqOf(id string) int {
-	n, _ := strconv.Atoi(strings.TrimLeft(id, "tc"))
-	return n
 }
 
 func (s *Sessions) handleList(context.Context, struct{}) (any, error) {
@@ -176,12 +173,13 @@ func (s *Sessions) handleTerminal(_ context.Context, p terminalParams) (any, err
 	}
 	s.mu.Lock()
 	s.seq++
-	id := "t" + strconv.Itoa(s.seq)
+	s.terms++
+	id := "t" + strconv.Itoa(s.terms)
 	name := p.Name
 	if name == "" {
 		name = filepath.Base(p.Dir)
 	}
-	s.byID[id] = &Session{ID: id, Name: name, Dir: p.Dir, Mode: ModeTerminal, State: Idle, Since: s.now().Unix()}
+	s.byID[id] = &Session{ID: id, Name: name, Dir: p.Dir, Mode: ModeTerminal, State: Idle, Since: s.now().Unix(), order: s.seq}
 	s.mu.Unlock()
 	return TerminalInfo{ID: id, Settings: HookSettings(s.bin(), id)}, nil
 }
@@ -434,6 +432,8 @@ func (s *Sessions) ChatEvent(id, cwd, name string, data map[string]any) {
 	if x == nil {
 		x = &Session{ID: sid, Name: "chat " + id + " · " + filepath.Base(cwd), Dir: cwd,
 			Mode: ModeChat, State: Idle, Since: s.now().Unix()}
+		s.seq++
+		x.order = s.seq
 		s.byID[sid] = x
 	}
 	switch name {

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -22,7 +23,8 @@ import (
 // that session alone shows `needs input` (one notification), :ClaudeAnswer
 // brings its terminal to the prompt, and once allowed the state goes
 // working → done. Forged hook calls (a wrong token, oversized input) change
-// nothing.
+// nothing. Last, :ClaudeChat --resume continues the terminal's conversation
+// in a chat, after stopping that terminal.
 func TestCLISessionStates(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "user-hook-ran")
 	user, _ := json.Marshal(map[string]any{"hooks": map[string]any{"UserPromptSubmit": []any{
@@ -149,6 +151,38 @@ func TestCLISessionStates(t *testing.T) {
 	if err != nil || strings.Count(string(b), "\n") != 1 || !strings.Contains(string(b), "Claude (") || !strings.Contains(string(b), "needs you") {
 		t.Fatalf("the notifier's log: %q (%v)", b, err)
 	}
+
+	// The terminal's conversation continues in a chat (Neovim 0.8+):
+	// :ClaudeChat --resume stops the terminal's CLI first, and the chat's
+	// first request carries the terminal's messages.
+	var chatOK bool
+	s.Eval(t, `return vim.fn.has("nvim-0.8") == 1`, &chatOK)
+	if !chatOK {
+		return
+	}
+	var sid string
+	s.Eval(t, `return require("claude").sessions()[1].claude_session or ""`, &sid)
+	if sid == "" {
+		t.Fatal("the hooks did not tell the terminal's CLI session id")
+	}
+	s.api.Script(fakeapi.Reply(fakeapi.Text("You asked me to say hi.")))
+	s.Exec(t, `vim.cmd("ClaudeChat --resume `+sid+` what did I ask")`)
+	waitGone(t, s.st.Terminal.PID, "the first terminal's CLI")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	r, err := s.api.WaitFor(ctx, func(r fakeapi.Request) bool { return r.Main && strings.Contains(r.Text(), "what did I ask") })
+	if err != nil {
+		t.Fatalf("the chat sent no request: %v; notes %v", err, s.notes(t))
+	}
+	if !strings.Contains(r.Text(), "say hi") {
+		t.Fatalf("the chat's request lacks the terminal's messages:\n%s", r.Text())
+	}
+	var states2 []struct{ ID, State string }
+	s.Eval(t, `return require("claude").sessions()`, &states2)
+	if len(states2) != 3 || states2[0].ID != "t1" || states2[0].State != "exited" || states2[1].ID != "t2" || states2[1].State != "idle" || states2[2].ID != "c1" {
+		t.Fatalf("after the handover: %+v", states2)
+	}
+
 }
 
 // A chat's permission prompt puts its session in `needs input`;

@@ -77,6 +77,10 @@ function M.create()
     return require("claude.chat")
   end
   cmd("ClaudeChat", function(o)
+    if o.fargs[1] == "--resume" and o.fargs[2] then
+      -- a conversation (the terminal's, say) continues in a chat
+      return chat().open({ resume = o.fargs[2], prompt = table.concat(o.fargs, " ", 3) })
+    end
     chat().open({ prompt = o.args, new = o.bang })
   end, { nargs = "*", bang = true, desc = "Open the Claude chat (! starts another one); [prompt] is sent" })
   cmd("ClaudeChatSessions", function()
