@@ -187,7 +187,7 @@ func TestCLISessionStates(t *testing.T) {
 
 // A chat's permission prompt puts its session in `needs input`;
 // `:ClaudeAnswer allow` answers the can_use_tool request, the turn runs
-// and ends. Handed over to the terminal (:ClaudeSessions' `h`), the chat
+// and ends. Renamed and handed over to the terminal in :ClaudeSessions (`r`, `h`), the chat
 // stops and the terminal's CLI resumes the same conversation: its next
 // request carries the chat's messages.
 func TestChatCLISessionAnswerAndHandover(t *testing.T) {
@@ -232,7 +232,21 @@ func TestChatCLISessionAnswerAndHandover(t *testing.T) {
 	if sid == "" {
 		t.Fatal("the chat's session has no CLI session id")
 	}
-	s.Exec(t, `require("claude.sessions").handover(require("claude").sessions()[1])`)
+	// The panel lists it; `r` renames it, `h` hands it over.
+	s.Exec(t, `vim.cmd("ClaudeSessions")`)
+	var panel string
+	s.Eval(t, `return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")`, &panel)
+	if !regexp.MustCompile(`(?m)^c1 +chat 1 · \S+ +chat +(done|idle) `).MatchString(panel) {
+		t.Fatalf(":ClaudeSessions shows:\n%s", panel)
+	}
+	s.Exec(t, `_G.inputs = { "the file maker" } vim.api.nvim_win_set_cursor(0, { 2, 0 })`)
+	s.feed(t, "r")
+	var name string
+	s.Eval(t, `return require("claude").sessions()[1].name`, &name)
+	if name != "the file maker" {
+		t.Fatalf("renamed to %q", name)
+	}
+	s.feed(t, "h")
 	var term struct {
 		PID   int `json:"pid"`
 		JobID int `json:"job_id"`
