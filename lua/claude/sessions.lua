@@ -126,6 +126,14 @@ function M.terminal_started(pid, buf)
   pending_id = nil
 end
 
+--- Called by terminal.open when the CLI could not start.
+function M.terminal_failed()
+  if pending_id then
+    update(pending_id, "exited")
+  end
+  pending_id = nil
+end
+
 --- Called by terminal when the CLI of buf exits or is stopped.
 function M.terminal_exited(buf)
   local id = buf and term_ids[buf]

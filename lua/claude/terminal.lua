@@ -288,6 +288,7 @@ function M.open(port, args, focus)
     ok, job = pcall(vim.fn.termopen, cmd, opts)
   end
   if not ok or job <= 0 then
+    require("claude.sessions").terminal_failed()
     pcall(vim.api.nvim_win_close, win, true)
     pcall(vim.api.nvim_buf_delete, buf, { force = true })
     local why = not ok and tostring(job) or (job == -1 and (cmd[1] .. " is not executable") or "invalid arguments")
@@ -464,13 +465,20 @@ end
 --- :ClaudeStartNew: another CLI in a terminal, beside the running one
 --- (which goes on in the background).
 function M.open_another(port, args, focus)
-  if alive() then
+  local prev = alive() and term or nil
+  if prev then
     -- its window stays (a terminal Neovim 0.7 does not show is not
     -- redrawn); the new one opens beside it
-    table.insert(others, term)
+    table.insert(others, prev)
     term = { bufnr = nil, job_id = nil, pid = nil, snacks = nil }
   end
-  return M.open(port, args, focus)
+  local t = M.open(port, args, focus)
+  if not t and prev and not alive() then
+    -- it did not start: the running one stays the current terminal
+    table.remove(others, #others)
+    term = prev
+  end
+  return t
 end
 
 --- Every running terminal: { {bufnr, job_id, pid, current}, ... }.
