@@ -26,6 +26,7 @@ import (
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 	"github.com/nvim-claude/nvim-claude/review"
+	"github.com/nvim-claude/nvim-claude/reviewq"
 	"github.com/nvim-claude/nvim-claude/sessions"
 )
 
@@ -94,6 +95,7 @@ func Features(h host.Host, ed Editor) []host.Feature {
 		kernel.New(h, ed),
 		tools,
 		chatpanel.New(h, ed, chatpanel.Peers{Review: rev, Tools: tools, Sessions: sess}),
+		reviewq.New(h),
 		sess,
 	}
 }

@@ -109,3 +109,25 @@ return vim.wo[win].winbar`, &bar, v.ProposalBuf)
 		})
 	}
 }
+
+// Neovim 0.11 maps grn, grr, gra … globally: in the proposal buffer the hunk
+// keys must not wait 'timeoutlen' for them (nowait), while in the user's own
+// buffer those mappings go on working (no nowait there).
+func TestDiffHunkKeysDoNotWait(t *testing.T) {
+	e := startDiffEnv(t, diffEnvOpts{})
+	e.Exec(t, `vim.keymap.set("n", "grn", "<Nop>") vim.keymap.set("n", "gaX", "<Nop>")`)
+	_, v := e.open(t, e.file, strings.Replace(diffText, "twelve", "TWELVE", 1))
+	var got map[string]int
+	e.Eval(t, `local p, o = ...
+local function nowait(buf, lhs)
+  return vim.api.nvim_buf_call(buf, function() return vim.fn.maparg(lhs, "n", false, true).nowait or -1 end)
+end
+return { prop_gr = nowait(p, "gr"), prop_ga = nowait(p, "ga"), orig_gr = nowait(o, "gr"), orig_ga = nowait(o, "ga") }`,
+		&got, v.ProposalBuf, v.OriginalBuf)
+	want := map[string]int{"prop_gr": 1, "prop_ga": 1, "orig_gr": 0, "orig_ga": 0}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("%s: nowait = %d, want %d (all: %v)", k, got[k], w, got)
+		}
+	}
+}

@@ -321,8 +321,28 @@ func TestDiffContentsRoundTrip(t *testing.T) {
 			}
 			testDiffContentsRoundTrip(t, e, mode == "file")
 			if dir := nvimbridge.ProposalDir(e.b); dir != "" {
+				// What is left is what the watches for the CLI's write own
+				// (the accepted bytes, compared in chunks); it goes with them.
+				var watched []struct {
+					File string `json:"file"`
+				}
+				e.Eval(t, `return require("claude.diff")._watches()`, &watched)
+				owned := map[string]bool{}
+				for _, w := range watched {
+					owned[filepath.Base(w.File)] = true
+				}
+				left, _ := os.ReadDir(dir)
+				for _, f := range left {
+					if !owned[f.Name()] {
+						t.Errorf("proposal file %s left after its diff closed, and no watch owns it", f.Name())
+					}
+				}
+				if mode == "file" && len(owned) == 0 {
+					t.Errorf("no watch owns an accepted file: the accepted text is held as a string again")
+				}
+				e.Exec(t, `require("claude.diff")._stop_watches()`)
 				if left, _ := os.ReadDir(dir); len(left) != 0 {
-					t.Errorf("proposal files left after their diffs closed: %v", left)
+					t.Errorf("proposal files left after their watches ended: %v", left)
 				}
 				_ = e.b.Close()
 				if _, err := os.Stat(dir); !os.IsNotExist(err) {

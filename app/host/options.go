@@ -14,6 +14,7 @@ type Options struct {
 	Diagnostics   DiagnosticsOptions `json:"diagnostics"`
 	Security      SecurityOptions    `json:"security"`
 	EditorTools   EditorToolsOptions `json:"editor_tools"`
+	Review        ReviewOptions      `json:"review"`
 }
 
 // SelectionOptions are setup()'s selection table, as the host needs it.
@@ -51,4 +52,12 @@ type SecurityOptions struct {
 type EditorToolsOptions struct {
 	Enable bool     `json:"enable"`
 	Allow  []string `json:"allow"` // nil: every tool
+}
+
+// ReviewOptions are what the review queue needs of setup(): where the CLI
+// keeps its session transcripts (its config directory) and the project
+// they are filed under (Neovim's cwd when the host started).
+type ReviewOptions struct {
+	ConfigDir string `json:"config_dir"`
+	Cwd       string `json:"cwd"`
 }

@@ -96,6 +96,17 @@ function M.create()
     chat().close()
   end, { nargs = 0, desc = "End the current chat: its CLI stops and its buffers go" })
 
+  -- Dictation (lua/claude/dictation.lua).
+  cmd("ClaudeDictate", function(o)
+    require("claude.dictation").command(o.args)
+  end, {
+    nargs = "?",
+    complete = function()
+      return { "start", "stop", "cancel", "toggle" }
+    end,
+    desc = "Dictate into the chat prompt or the Claude terminal (again: stop; cancel discards)",
+  })
+
   -- Every session at a glance (lua/claude/sessions.lua).
   cmd("ClaudeSessions", function()
     require("claude.sessions").open()
@@ -120,6 +131,17 @@ function M.create()
   cmd("ClaudeDiffReject", function()
     require("claude.diff").reject()
   end, { nargs = 0, desc = "Reject the Claude diff under the cursor" })
+
+  -- The review queue (lua/claude/review.lua).
+  cmd("ClaudeReview", function(o)
+    require("claude.review").open(o.args)
+  end, {
+    nargs = "?",
+    complete = function()
+      return { "session" }
+    end,
+    desc = "List the files Claude changed in the current turn (or the session) to review",
+  })
 end
 
 return M

@@ -25,6 +25,17 @@
 ---@field chat? claude.Config.Chat
 ---@field diff? claude.Config.Diff
 ---@field install? {base_url?: string} where :ClaudeInstall downloads the prebuilt host from
+---@field review? claude.Config.Review
+---@field dictation? claude.Config.Dictation
+
+---@class claude.Config.Dictation
+---@field engine? "auto"|"whisper"|"pocketsphinx"|"cmd"
+---@field recorder? {cmd?: string|string[]} records a 16 kHz mono WAV to "{file}"
+---@field whisper? {cmd?: string, model?: string, language?: string, args?: string[]} whisper.cpp's CLI
+---@field pocketsphinx? {cmd?: string, args?: string[]}
+---@field cmd? string|string[] an engine: reads the WAV "{file}", prints the text
+---@field max_seconds? number a recording stops by itself after this long (0: never)
+---@field keys? {toggle?: string|false}
 
 ---@class claude.Config.Sessions
 ---@field hooks? boolean :ClaudeStart gives the CLI hooks that report its state (needs editor_tools.enable)
@@ -73,6 +84,10 @@
 ---@field keep_terminal_focus? boolean
 ---@field keymaps? {accept?: string|false, reject?: string|false, accept_hunk?: string|false, reject_hunk?: string|false}
 ---@field hint? boolean a line over the proposal naming the keys that answer it
+
+---@class claude.Config.Review
+---@field keys? {open?: string|false, revert_hunk?: string|false, revert_file?: string|false, mark?: string|false, next?: string|false, prev?: string|false, close?: string|false}
+---@field panel_height? number lines of the :ClaudeReview panel (0: no panel, the quickfix list only)
 local M = {}
 
 local levels = { trace = 0, debug = 1, info = 2, warn = 3, error = 4 }
@@ -196,6 +211,31 @@ function M.defaults()
       },
       hint = true, -- a line over the proposal: ":w accept · :q reject · <leader>ca / <leader>cr"
     },
+    review = {
+      -- :ClaudeReview (the review queue): keys in its panel and in a
+      -- file's diff against its baseline
+      keys = {
+        open = "<CR>", -- panel: the file's diff against its baseline
+        revert_hunk = "gr", -- diff: put back the baseline of Claude's hunk under the cursor
+        revert_file = "gR", -- panel and diff: put back the whole file (Claude's hunks only)
+        mark = "gm", -- panel and diff: mark reviewed (again: not reviewed)
+        next = "]r", -- the next file not reviewed
+        prev = "[r",
+        close = "q", -- panel
+      },
+      panel_height = 8,
+    },
+    dictation = {
+      -- the speech-to-text engine: "auto" is whisper.cpp when whisper.cmd
+      -- and whisper.model are set, else PocketSphinx when installed, else cmd
+      engine = "auto",
+      recorder = { cmd = nil }, -- nil: the first of pw-record, parecord, arecord, rec, sox that works
+      whisper = { cmd = nil, model = nil, language = nil, args = {} },
+      pocketsphinx = { cmd = nil, args = {} }, -- cmd nil: pocketsphinx_continuous, else pocketsphinx (5.x)
+      cmd = nil, -- your engine: a command that reads the WAV "{file}" and prints the text
+      max_seconds = 300,
+      keys = { toggle = "<C-g>" }, -- in the chat prompt and the Claude terminal
+    },
     install = {
       -- where :ClaudeInstall downloads the prebuilt host ("{version}" is
       -- the plugin's version). nil: the project's GitHub release.
@@ -237,6 +277,19 @@ local function key_or_false(v)
   if v ~= false and (type(v) ~= "string" or v == "") then
     return "must be a key sequence or false"
   end
+end
+
+local function command(v)
+  if type(v) == "string" then
+    if v == "" then
+      return "must not be empty"
+    end
+    return
+  end
+  if #v == 0 then
+    return "must not be an empty list"
+  end
+  return list_of_strings(v)
 end
 
 local function fraction(v)
@@ -480,6 +533,57 @@ local schema = {
       hint = { types = { "boolean" } },
     },
   },
+  review = {
+    table = {
+      keys = {
+        table = (function()
+          local t = {}
+          for _, k in ipairs({ "open", "revert_hunk", "revert_file", "mark", "next", "prev", "close" }) do
+            t[k] = { types = { "string", "boolean" }, check = key_or_false }
+          end
+          return t
+        end)(),
+      },
+      panel_height = {
+        types = { "number" },
+        check = function(v)
+          if v < 0 then
+            return "must be 0 or more"
+          end
+        end,
+      },
+    },
+  },
+  dictation = {
+    table = {
+      engine = { types = { "string" }, check = one_of("auto", "whisper", "pocketsphinx", "cmd") },
+      recorder = { table = { cmd = { types = { "string", "table" }, check = command } } },
+      whisper = {
+        table = {
+          cmd = { types = { "string" } },
+          model = { types = { "string" } },
+          language = { types = { "string" } },
+          args = { types = { "table" }, check = list_of_strings },
+        },
+      },
+      pocketsphinx = {
+        table = {
+          cmd = { types = { "string" } },
+          args = { types = { "table" }, check = list_of_strings },
+        },
+      },
+      cmd = { types = { "string", "table" }, check = command },
+      max_seconds = {
+        types = { "number" },
+        check = function(v)
+          if v < 0 then
+            return "must be 0 (no limit) or more"
+          end
+        end,
+      },
+      keys = { table = { toggle = { types = { "string", "boolean" }, check = key_or_false } } },
+    },
+  },
   install = {
     table = {
       base_url = {
@@ -560,6 +664,7 @@ function M.host_options()
     diagnostics = { settle_ms = o.diagnostics.settle_ms },
     security = { deny = M.deny_globs(), allow_home = o.security.allow_home },
     editor_tools = { enable = o.editor_tools.enable, allow = o.editor_tools.allow },
+    review = { config_dir = M.claude_config_dir(), cwd = vim.fn.getcwd(-1, -1) },
   }
 end
 
@@ -608,6 +713,22 @@ function M.apply(opts, base)
   if opts.editor_tools and opts.editor_tools.allow then
     -- a list replaces, like selection.deny
     M.options.editor_tools.allow = vim.deepcopy(opts.editor_tools.allow)
+  end
+  if opts.dictation then
+    -- commands and argument lists replace their defaults
+    local d = opts.dictation
+    for _, k in ipairs({ "cmd" }) do
+      if d[k] then
+        M.options.dictation[k] = vim.deepcopy(d[k])
+      end
+    end
+    for _, t in ipairs({ "recorder", "whisper", "pocketsphinx" }) do
+      for _, k in ipairs({ "cmd", "args" }) do
+        if d[t] and d[t][k] then
+          M.options.dictation[t][k] = vim.deepcopy(d[t][k])
+        end
+      end
+    end
   end
   if opts.chat then
     -- lists and env replace their defaults, like the options above

@@ -257,6 +257,44 @@ local function read_file(path)
   return s
 end
 
+-- same_file reports whether the files at a and b hold the same bytes, read
+-- a chunk at a time: an accepted 20 MB file is compared without ever being
+-- a Lua string (twice, with the file the CLI wrote).
+local CHUNK = 1024 * 1024
+local function same_file(a, b)
+  local sa, sb = uv.fs_stat(a), uv.fs_stat(b)
+  if not sa or not sb or sa.size ~= sb.size then
+    return false
+  end
+  local fa, fb = io.open(a, "rb"), io.open(b, "rb")
+  local same = fa ~= nil and fb ~= nil
+  while same do
+    local x, y = fa:read(CHUNK), fb:read(CHUNK)
+    same = x == y
+    if x == nil then
+      break
+    end
+  end
+  if fa then
+    fa:close()
+  end
+  if fb then
+    fb:close()
+  end
+  return same
+end
+
+-- holds reports whether the file at path holds expected: a string, or
+-- { file = f } for the bytes of the file f. The size is compared first, so
+-- a file the CLI has not written yet is never read whole.
+local function holds(path, expected)
+  if type(expected) == "table" then
+    return same_file(path, expected.file)
+  end
+  local st = uv.fs_stat(path)
+  return st ~= nil and st.size == #expected and read_file(path) == expected
+end
+
 -- proposal_text is Claude's proposal as it came, byte for byte.
 local function proposal_text(d)
   if not d.src then
@@ -443,7 +481,7 @@ local function reload(path, expected)
     return
   end
   if vim.bo[buf].modified then
-    if expected == nil or read_file(path) == expected then
+    if expected == nil or holds(path, expected) then
       notify_now(
         string.format(
           "nvim-claude: Claude changed %s on disk, but your buffer has unsaved changes, so it was not reloaded. "
@@ -493,6 +531,9 @@ local function stop_watch(w)
   if watchers[w.path] == w then
     watchers[w.path] = nil
   end
+  if type(w.expected) == "table" then
+    os.remove(w.expected.file) -- the accepted text, kept only for the watch
+  end
 end
 
 -- watch_write waits (a while) for the CLI to write path, then reloads it.
@@ -502,15 +543,26 @@ end
 -- the CLI's terminal to a different proposal, or the CLI changed line
 -- endings) must first stay unchanged for a whole poll, and the watch goes
 -- on after such a reload, so a write still under way is picked up too.
+-- expected is a string, or { file = f } for the bytes of f, which the watch
+-- then owns and removes when it ends.
 local function watch_write(path, expected)
   if watchers[path] then
     stop_watch(watchers[path])
   end
-  if read_file(path) == expected then
+  if holds(path, expected) then
     reload(path, expected) -- already written (the CLI answered in its terminal)
+    if type(expected) == "table" then
+      os.remove(expected.file)
+    end
     return
   end
-  local w = { path = path, baseline = stat_key(path), deadline = uv.now() + WATCH_MS, timer = uv.new_timer() }
+  local w = {
+    path = path,
+    expected = expected,
+    baseline = stat_key(path),
+    deadline = uv.now() + WATCH_MS,
+    timer = uv.new_timer(),
+  }
   watchers[path] = w
   local function tick()
     if w.done then
@@ -518,9 +570,9 @@ local function watch_write(path, expected)
     end
     local key = stat_key(path)
     if key ~= w.baseline then
-      if read_file(path) == expected then
+      if holds(path, expected) then
+        reload(path, expected) -- (before stop_watch removes an owned file)
         stop_watch(w)
-        reload(path, expected)
         return
       end
       if key == w.seen then
@@ -532,10 +584,10 @@ local function watch_write(path, expected)
       end
     end
     if uv.now() >= w.deadline then
-      stop_watch(w)
       if w.seen then
         reload(path, expected)
       end
+      stop_watch(w)
     end
   end
   w.timer:start(POLL_MS, POLL_MS, function()
@@ -741,13 +793,24 @@ local function close(d, outcome)
   if d.shown then
     util.emit("ClaudeDiffClosed", { tab_name = d.tab_name, file = d.file, outcome = outcome })
     if outcome ~= "rejected" then
-      local expected = d.accepted or (d.accepted_file and read_file(d.accepted_file)) or proposal_text(d)
+      -- what the CLI will write; a file is compared in chunks and owned by
+      -- the watch from here (the host has read the accepted file already)
+      local expected, keep_src
+      if d.accepted_file then
+        expected, d.accepted_file = { file = d.accepted_file }, nil
+      elseif d.accepted then
+        expected = d.accepted
+      elseif d.src and d.src.ff ~= "dos" then
+        expected, keep_src = { file = d.src.file }, true
+      else
+        expected = proposal_text(d)
+      end
       if expected then
         watch_write(d.file, expected)
       end
     end
   end
-  if d.src then
+  if d.src and not keep_src then
     os.remove(d.src.file) -- the host's copy of the proposal
   end
   if d.accepted_file then
@@ -1018,7 +1081,10 @@ local function map_keys(d, o)
         return -- never clobber the user's own buffer-local mapping
       end
     end
-    vim.keymap.set("n", lhs, fn, { buffer = buf, silent = true, desc = desc })
+    -- nowait in our proposal buffer: Neovim 0.11's global gr* (LSP) maps
+    -- would hold a `gr` back for 'timeoutlen'; in the user's own buffer
+    -- those keep working (and `gr` waits)
+    vim.keymap.set("n", lhs, fn, { buffer = buf, silent = true, nowait = not only_if_free, desc = desc })
     table.insert(d.maps, { buf = buf, lhs = lhs })
   end
   for _, buf in ipairs({ d.prop_buf, d.orig_buf }) do
@@ -1336,6 +1402,27 @@ function M.reject_hunk()
 end
 
 -- (tests) the diff whose proposal is buf.
+-- _watches lists the files watched for the CLI's write, each with the file
+-- of its expected bytes when the watch owns one; _stop_watches ends them
+-- (tests).
+function M._watches()
+  local out = {}
+  for path, w in pairs(watchers) do
+    table.insert(out, { path = path, file = type(w.expected) == "table" and w.expected.file or nil })
+  end
+  return out
+end
+
+function M._stop_watches()
+  local ws = {}
+  for _, w in pairs(watchers) do
+    table.insert(ws, w)
+  end
+  for _, w in ipairs(ws) do
+    stop_watch(w)
+  end
+end
+
 function M._get(buf)
   for _, d in pairs(diffs) do
     if d.prop_buf == buf then
@@ -1366,6 +1453,7 @@ function M.pending()
         proposal_bufnr = d.prop_buf,
         original_bufnr = d.orig_buf,
         modified = d.modified,
+        all_rejected = hunks.all_rejected(d), -- accepting it would mean "no"
       })
     end
   end

@@ -163,6 +163,7 @@ function M.check()
   end
 
   require("claude.execute").health(h)
+  require("claude.dictation").health(h)
 
   local st = require("claude").status()
   h.start("nvim-claude: server")

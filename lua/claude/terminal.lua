@@ -262,6 +262,7 @@ function M.open(port, args, focus)
     if t then
       pcall(vim.api.nvim_buf_set_var, t.bufnr, "claude_terminal", true)
       vim.bo[t.bufnr].filetype = "claude"
+      require("claude.dictation").map_buffer(t.bufnr)
       require("claude.sessions").terminal_started(t.pid, t.bufnr)
       return t
     end
@@ -304,6 +305,7 @@ function M.open(port, args, focus)
   vim.bo[buf].buflisted = false
   pcall(vim.api.nvim_buf_set_var, buf, "claude_terminal", true)
   vim.bo[buf].filetype = "claude"
+  require("claude.dictation").map_buffer(buf)
   vim.wo[win].number = false
   vim.wo[win].relativenumber = false
   vim.wo[win].signcolumn = "no"

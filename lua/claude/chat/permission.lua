@@ -277,7 +277,9 @@ function M.jump(chat)
 end
 
 -- proposal_text is the text of the pending diff named tab_name as writing
--- its proposal buffer would save it (nil when that diff is gone).
+-- its proposal buffer would save it (nil when that diff is gone), and
+-- whether every hunk of it was rejected (then an allow means "no", as
+-- accepting it in the diff does).
 local function proposal_text(tab_name)
   local ok, diff = pcall(require, "claude.diff")
   if not ok then
@@ -285,7 +287,7 @@ local function proposal_text(tab_name)
   end
   for _, d in ipairs(diff.pending()) do
     if d.tab_name == tab_name and api.nvim_buf_is_valid(d.proposal_bufnr) then
-      return diff.buffer_contents(d.proposal_bufnr)
+      return diff.buffer_contents(d.proposal_bufnr), d.all_rejected
     end
   end
   return nil
@@ -303,7 +305,13 @@ function M.params(chat, p, params)
   params.id = chat.id
   params.request_id = p.id
   if params.behavior == "allow" and p.d.diff and p.d.tab_name then
-    params.proposal = proposal_text(p.d.tab_name)
+    local text, all_rejected = proposal_text(p.d.tab_name)
+    if all_rejected then
+      params.behavior, params.scope = "deny", nil
+      params.message = "The user rejected every hunk of this change in the diff review."
+    else
+      params.proposal = text
+    end
   end
   return params
 end

@@ -442,6 +442,7 @@ function M.setup_buffer(chat)
     M.attach_image(c)
   end), "attach an image (file or clipboard)")
   map(buf, "n", keys.clear_attachments, with(M.clear_attachments), "drop the attachments")
+  require("claude.dictation").map_buffer(buf)
   -- <Tab> completes an @file or a /command (at the start of the prompt);
   -- elsewhere it stays a <Tab>. The menu opens on request only: opening it
   -- on every @ would insert a match while the user types a name.

@@ -1,0 +1,510 @@
+-- The review queue (:ClaudeReview): every file Claude changed in the
+-- current turn (or the session), in the quickfix list and a small panel;
+-- a file's diff against its baseline; reverting a hunk or a file; marking
+-- files reviewed. The Go host (reviewq/) keeps the baselines and answers
+-- what to show and what a revert changes; this module only displays.
+local config = require("claude.config")
+local util = require("claude.util")
+
+local M = {}
+
+local api = vim.api
+
+-- The queue as last listed, and the panel showing it.
+local state = {
+  count = 0, -- files of the current turns not reviewed (the statusline)
+  scope = "turn",
+  items = {}, -- review_list's items
+  panel = nil, -- the panel's buffer
+  listed = 0, -- how many listings came (tests wait for the next)
+}
+
+local function keys()
+  return config.options.review.keys
+end
+
+local function request(method, params)
+  return require("claude.server").request(method, params)
+end
+
+local function ref(it)
+  return { scope = state.scope, session = it.session, path = it.path }
+end
+
+local function rel(path)
+  return vim.fn.fnamemodify(path, ":~:.")
+end
+
+local status_letter = { modified = "M", new = "A", deleted = "D", binary = "B" }
+
+--- The text of one item, as the panel and the quickfix list show it.
+local function describe(it)
+  local counts = it.status == "binary" and "binary" or string.format("+%d -%d", it.added, it.removed)
+  return string.format(
+    "%s %s %s%s · %s",
+    it.reviewed and "[x]" or "[ ]",
+    status_letter[it.status] or "?",
+    counts,
+    it.status == "new" and " (new)" or it.status == "deleted" and " (deleted)" or "",
+    it.label
+  )
+end
+
+--- "3 to review" for a statusline ("" when nothing waits).
+---@return string
+function M.statusline()
+  if state.count > 0 then
+    return string.format("%d to review", state.count)
+  end
+  return ""
+end
+
+--- How many files of the current turns are not reviewed.
+---@return integer
+function M.count()
+  return state.count
+end
+
+-- How many listings came (internal: tests wait for the next one).
+function M._listed()
+  return state.listed
+end
+
+--- The queue as last listed: items with session, label, path, status,
+--- added, removed, reviewed.
+function M.items()
+  return vim.deepcopy(state.items)
+end
+
+local function qf_is_ours()
+  local ok, info = pcall(vim.fn.getqflist, { title = 0 })
+  return ok and type(info.title) == "string" and info.title:find("^Claude review") ~= nil
+end
+
+local function set_qf(replace)
+  local qitems = {}
+  for _, it in ipairs(state.items) do
+    qitems[#qitems + 1] = { filename = it.path, lnum = it.line, col = 1, text = describe(it) }
+  end
+  local title = "Claude review (" .. state.scope .. ")"
+  if replace then
+    if not qf_is_ours() then
+      return
+    end
+    vim.fn.setqflist({}, "r", { title = title, items = qitems })
+  else
+    vim.fn.setqflist({}, qf_is_ours() and "r" or " ", { title = title, items = qitems })
+  end
+end
+
+-- The panel's window in the current tab (never another tab's: commands
+-- must not jump between tabs).
+local function panel_win()
+  if not (state.panel and api.nvim_buf_is_valid(state.panel)) then
+    return nil
+  end
+  for _, w in ipairs(api.nvim_tabpage_list_wins(0)) do
+    if api.nvim_win_get_buf(w) == state.panel then
+      return w
+    end
+  end
+end
+
+-- Whether the panel shows in any tab.
+local function panel_shown()
+  return state.panel and api.nvim_buf_is_valid(state.panel) and #vim.fn.win_findbuf(state.panel) > 0
+end
+
+local function render_panel()
+  local buf = state.panel
+  if not (buf and api.nvim_buf_is_valid(buf)) then
+    return
+  end
+  local lines = {}
+  if #state.items == 0 then
+    lines[1] = "Nothing to review in the " .. (state.scope == "session" and "session" or "current turn") .. "."
+  end
+  for _, it in ipairs(state.items) do
+    lines[#lines + 1] = describe(it) .. "  " .. rel(it.path)
+  end
+  vim.bo[buf].modifiable = true
+  api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].modifiable = false
+  vim.bo[buf].modified = false
+end
+
+--- The item of path in the list, and its index.
+local function find(path)
+  for i, it in ipairs(state.items) do
+    if it.path == path then
+      return it, i
+    end
+  end
+end
+
+local function map(buf, lhs, fn, desc)
+  if lhs and lhs ~= false and lhs ~= "" then
+    vim.keymap.set("n", lhs, fn, { buffer = buf, nowait = true, silent = true, desc = "nvim-claude: " .. desc })
+  end
+end
+
+local function panel_item()
+  local win = panel_win()
+  if not win or api.nvim_get_current_buf() ~= state.panel then
+    return nil
+  end
+  return state.items[api.nvim_win_get_cursor(win)[1]]
+end
+
+local function open_panel()
+  local height = config.options.review.panel_height
+  if height == 0 then
+    return
+  end
+  if not (state.panel and api.nvim_buf_is_valid(state.panel)) then
+    local buf = api.nvim_create_buf(false, true)
+    vim.bo[buf].bufhidden = "hide"
+    vim.bo[buf].filetype = "claude-review"
+    pcall(api.nvim_buf_set_name, buf, "claude-review://queue")
+    state.panel = buf
+    local k = keys()
+    map(buf, k.open, function()
+      local it = panel_item()
+      if it then
+        M.open_diff(it)
+      end
+    end, "open the file's diff against its baseline")
+    map(buf, k.mark, function()
+      local it = panel_item()
+      if it then
+        M.mark(it)
+      end
+    end, "mark the file reviewed")
+    map(buf, k.revert_file, function()
+      local it = panel_item()
+      if it then
+        M.revert_file(it)
+      end
+    end, "revert the file (Claude's hunks)")
+    map(buf, k.next, function()
+      M.next(1)
+    end, "next file to review")
+    map(buf, k.prev, function()
+      M.next(-1)
+    end, "previous file to review")
+    map(buf, k.close, function()
+      local win = panel_win()
+      if win and #api.nvim_list_wins() > 1 then
+        api.nvim_win_close(win, true)
+      end
+    end, "close the review panel")
+  end
+  render_panel()
+  if not panel_win() then
+    vim.cmd("botright " .. math.floor(height) .. "split")
+    api.nvim_win_set_buf(0, state.panel)
+    vim.wo.winfixheight = true
+    vim.wo.cursorline = true
+    vim.wo.number = false
+  else
+    api.nvim_set_current_win(panel_win())
+  end
+end
+
+--- Lists the queue again from the host; cb() runs after.
+local function refresh(cb)
+  require("claude.server").request_async("review_list", { scope = state.scope }, function(res, err)
+    if not res then
+      util.notify(err or "nvim-claude: the review queue did not answer", vim.log.levels.ERROR)
+      return
+    end
+    state.items = res.items or {}
+    state.listed = state.listed + 1
+    render_panel()
+    set_qf(true)
+    if cb then
+      cb()
+    end
+  end)
+end
+
+--- :ClaudeReview [session]: lists the files Claude changed in the current
+--- turn (or the session) in the quickfix list and the panel.
+---@param scope string? "turn" (default) or "session"
+local augroup
+
+-- Counts are of the file on disk: a write of a listed file lists again.
+local function watch_writes()
+  if augroup then
+    return
+  end
+  augroup = api.nvim_create_augroup("nvim-claude-review", { clear = true })
+  api.nvim_create_autocmd("BufWritePost", {
+    group = augroup,
+    desc = "nvim-claude: the review queue's counts follow a write",
+    callback = function(ev)
+      if find(api.nvim_buf_get_name(ev.buf)) and (panel_shown() or qf_is_ours()) then
+        refresh()
+      end
+    end,
+  })
+end
+
+function M.open(scope)
+  watch_writes()
+  scope = (scope == nil or scope == "") and "turn" or scope
+  if scope ~= "turn" and scope ~= "session" then
+    util.notify("nvim-claude: :ClaudeReview takes no argument or `session`, not " .. scope, vim.log.levels.ERROR)
+    return
+  end
+  state.scope = scope
+  require("claude.server").request_async("review_list", { scope = scope }, function(res, err)
+    if not res then
+      util.notify(err or "nvim-claude: the review queue did not answer", vim.log.levels.ERROR)
+      return
+    end
+    state.items = res.items or {}
+    state.listed = state.listed + 1
+    set_qf(false)
+    open_panel()
+    if #state.items == 0 then
+      util.notify("nvim-claude: nothing to review in the " .. (scope == "session" and "session" or "current turn"))
+    end
+  end)
+end
+
+-- The review of the diff in the current tab, if it is one.
+local function diff_ctx()
+  local ok, r = pcall(api.nvim_tabpage_get_var, 0, "claude_review")
+  if ok and type(r) == "table" then
+    return r
+  end
+end
+
+--- Opens the file's diff against its baseline in a new tab (Neovim's
+--- diff mode: the baseline on the left, the file itself on the right).
+function M.open_diff(it)
+  if it.status == "binary" then
+    util.notify("nvim-claude: " .. rel(it.path) .. " is binary: listed, not diffed", vim.log.levels.WARN)
+    return
+  end
+  local res, err = request("review_baseline", ref(it))
+  if not res then
+    util.notify(err, vim.log.levels.ERROR)
+    return
+  end
+  if res.binary then
+    util.notify("nvim-claude: " .. rel(it.path) .. " is binary: listed, not diffed", vim.log.levels.WARN)
+    return
+  end
+  vim.cmd("tabedit " .. vim.fn.fnameescape(it.path))
+  local file_win, file_buf = api.nvim_get_current_win(), api.nvim_get_current_buf()
+  vim.cmd("leftabove vnew")
+  local base = api.nvim_get_current_buf()
+  vim.bo[base].buftype = "nofile"
+  vim.bo[base].bufhidden = "wipe"
+  vim.bo[base].swapfile = false
+  api.nvim_buf_set_lines(base, 0, -1, false, res.lines)
+  vim.bo[base].modifiable = false
+  vim.bo[base].filetype = vim.bo[file_buf].filetype
+  pcall(api.nvim_buf_set_name, base, "claude-baseline://" .. it.path)
+  vim.cmd("diffthis")
+  api.nvim_set_current_win(file_win)
+  vim.cmd("diffthis")
+  api.nvim_tabpage_set_var(0, "claude_review", { session = it.session, path = it.path, scope = state.scope, buf = file_buf })
+  local k = keys()
+  for _, b in ipairs({ base, file_buf }) do
+    map(b, k.revert_hunk, M.revert_hunk, "revert Claude's hunk under the cursor")
+    map(b, k.revert_file, function()
+      M.revert_file()
+    end, "revert the file (Claude's hunks)")
+    map(b, k.mark, function()
+      M.mark()
+    end, "mark the file reviewed")
+    map(b, k.next, function()
+      M.next(1)
+    end, "next file to review")
+    map(b, k.prev, function()
+      M.next(-1)
+    end, "previous file to review")
+  end
+  -- The file's own keys go with the baseline (its tab closed).
+  api.nvim_create_autocmd("BufWipeout", {
+    buffer = base,
+    once = true,
+    callback = function()
+      if not api.nvim_buf_is_valid(file_buf) then
+        return
+      end
+      for _, lhs in ipairs({ k.revert_hunk, k.revert_file, k.mark, k.next, k.prev }) do
+        if lhs and lhs ~= false and lhs ~= "" then
+          pcall(vim.keymap.del, "n", lhs, { buffer = file_buf })
+        end
+      end
+    end,
+  })
+  local first = it.line or 1
+  pcall(api.nvim_win_set_cursor, file_win, { math.max(1, math.min(first, api.nvim_buf_line_count(file_buf))), 0 })
+end
+
+-- The item a command acts on: the diff's in a review tab, the panel's
+-- line, else the current buffer's file.
+local function current_item(it)
+  if it then
+    return it
+  end
+  local r = diff_ctx()
+  if r then
+    return find(r.path) or { session = r.session, path = r.path }
+  end
+  local p = panel_item()
+  if p then
+    return p
+  end
+  return find(api.nvim_buf_get_name(0))
+end
+
+--- Reverts Claude's hunk under the cursor in the file's diff: its
+--- baseline lines go back into the buffer (undoable; :w saves). Refused
+--- where you changed those lines since.
+function M.revert_hunk()
+  local r = diff_ctx()
+  if not r or not api.nvim_buf_is_valid(r.buf) then
+    util.notify("nvim-claude: not in a :ClaudeReview diff", vim.log.levels.WARN)
+    return
+  end
+  local line = api.nvim_win_get_cursor(0)[1]
+  local res, err = request("review_revert_hunk", {
+    scope = r.scope,
+    session = r.session,
+    path = r.path,
+    line = line,
+    lines = api.nvim_buf_get_lines(r.buf, 0, -1, false),
+  })
+  if not res then
+    util.notify(err, vim.log.levels.WARN)
+    return
+  end
+  api.nvim_buf_set_lines(r.buf, res.start, res["end"], false, res.lines)
+  pcall(vim.cmd, "diffupdate")
+end
+
+--- Reverts the whole file: every hunk of Claude's goes back to the
+--- baseline (the file is written when it had no unsaved change; u undoes
+--- it); a file Claude created is deleted. Refused where you changed
+--- Claude's lines since.
+function M.revert_file(it)
+  it = current_item(it)
+  if not it then
+    util.notify("nvim-claude: no file of the review queue here", vim.log.levels.WARN)
+    return
+  end
+  local buf = vim.fn.bufadd(it.path)
+  vim.fn.bufload(buf)
+  local was_modified = vim.bo[buf].modified
+  local res, err = request("review_revert_file", {
+    scope = state.scope,
+    session = it.session,
+    path = it.path,
+    lines = api.nvim_buf_get_lines(buf, 0, -1, false),
+  })
+  if not res then
+    util.notify(err, vim.log.levels.WARN)
+    return
+  end
+  if res.delete then
+    if vim.fn.confirm("Delete " .. rel(it.path) .. ", which Claude created?", "&Delete\n&Keep", 2) ~= 1 then
+      return
+    end
+    if vim.fn.delete(it.path) ~= 0 then
+      util.notify("nvim-claude: could not delete " .. it.path, vim.log.levels.ERROR)
+      return
+    end
+    if diff_ctx() then
+      pcall(vim.cmd, "tabclose")
+    end
+    pcall(api.nvim_buf_delete, buf, { force = true })
+  else
+    for _, e in ipairs(res.edits) do
+      api.nvim_buf_set_lines(buf, e.start, e["end"], false, e.lines)
+    end
+    if not was_modified then
+      api.nvim_buf_call(buf, function()
+        vim.cmd("silent write")
+      end)
+    end
+    pcall(vim.cmd, "diffupdate")
+  end
+  refresh()
+end
+
+--- Marks the file reviewed (or, when it is, not reviewed).
+function M.mark(it)
+  it = current_item(it)
+  if not it then
+    util.notify("nvim-claude: no file of the review queue here", vim.log.levels.WARN)
+    return
+  end
+  local res, err = request("review_mark", {
+    scope = state.scope,
+    session = it.session,
+    path = it.path,
+    reviewed = not it.reviewed,
+  })
+  if not res then
+    util.notify(err, vim.log.levels.WARN)
+    return
+  end
+  it.reviewed = res.reviewed
+  refresh()
+end
+
+--- Opens the diff of the next (dir 1) or previous (-1) file not reviewed.
+function M.next(dir)
+  local cur = current_item()
+  local i = 0
+  if cur then
+    local _, idx = find(cur.path)
+    i = idx or 0
+  end
+  local n = #state.items
+  for step = 1, n do
+    local j = ((i - 1 + dir * step) % n) + 1
+    local it = state.items[j]
+    -- a binary file has no diff to go to: mark it in the panel
+    if it and not it.reviewed and it.status ~= "binary" and j ~= i then
+      if diff_ctx() then
+        vim.cmd("tabclose")
+      end
+      M.open_diff(it)
+      return
+    end
+  end
+  util.notify("nvim-claude: no other file to review")
+end
+
+--- The host stopped: its queue went with it.
+function M.detach()
+  local had = state.count > 0 or #state.items > 0
+  state.count, state.items = 0, {}
+  render_panel()
+  if qf_is_ours() then
+    set_qf(true)
+  end
+  if had then
+    util.emit("ClaudeReviewChanged", { count = 0 })
+  end
+end
+
+--- Events of the Go host: "changed" when the queue changes.
+function M._on_event(ev, data)
+  if ev == "changed" then
+    state.count = data and data.count or 0
+    util.emit("ClaudeReviewChanged", { count = state.count })
+    if panel_shown() or qf_is_ours() then
+      refresh()
+    end
+  end
+end
+
+return M

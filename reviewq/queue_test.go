@@ -1,0 +1,297 @@
+package reviewq
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nvim-claude/nvim-claude/app/core"
+	"github.com/nvim-claude/nvim-claude/app/host"
+)
+
+func newTestQueue(t *testing.T) *Queue {
+	t.Helper()
+	var q *Queue
+	app := core.New(core.Options{Features: func(h host.Host) []host.Feature {
+		q = New(h)
+		return []host.Feature{q}
+	}})
+	t.Cleanup(func() { _ = app.Close() })
+	return q
+}
+
+// Transcript lines as CLI 2.1.331 writes them (the fields the queue reads).
+func promptLine(session, prompt string) string {
+	b, _ := json.Marshal(map[string]any{"type": "user", "sessionId": session, "promptId": prompt, "uuid": prompt + "-u",
+		"message": map[string]any{"role": "user", "content": "do it"}})
+	return string(b)
+}
+
+func editLine(session, prompt, path, orig, old, new string) string {
+	b, _ := json.Marshal(map[string]any{"type": "user", "sessionId": session, "promptId": prompt,
+		"message":       map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": "t"}}},
+		"toolUseResult": map[string]any{"filePath": path, "oldString": old, "newString": new, "originalFile": orig, "userModified": false, "replaceAll": false}})
+	return string(b)
+}
+
+func createLine(session, prompt, path, content string) string {
+	b, _ := json.Marshal(map[string]any{"type": "user", "sessionId": session, "promptId": prompt,
+		"message":       map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": "t"}}},
+		"toolUseResult": map[string]any{"type": "create", "filePath": path, "content": content, "originalFile": nil}})
+	return string(b)
+}
+
+func list(t *testing.T, q *Queue, scope string) map[string]ListItem {
+	t.Helper()
+	res, err := q.handleList(context.Background(), ref{Scope: scope})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]ListItem{}
+	for _, it := range res.(List).Items {
+		out[filepath.Base(it.Path)+"@"+it.Session] = it
+	}
+	return out
+}
+
+func TestQueueTurns(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.txt"), filepath.Join(dir, "b.txt")
+	write := func(p, s string) {
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := newTestQueue(t)
+	steps := []struct {
+		name  string
+		lines []string
+		disk  map[string]string
+		scope string
+		want  map[string]string // base@session → status +added -removed
+	}{
+		{"turn 1 edits a twice and creates b", []string{
+			promptLine("S1", "p1"),
+			editLine("S1", "p1", a, "1\n2\n3\n", "2", "two"),
+			editLine("S1", "p1", a, "1\ntwo\n3\n", "3", "three"),
+			createLine("S1", "p1", b, "x\ny\n"),
+		}, map[string]string{a: "1\ntwo\nthree\n", b: "x\ny\n"}, "turn",
+			map[string]string{"a.txt@S1": "modified +2 -2", "b.txt@S1": "new +2 -0"}},
+		{"another session's turn is listed beside it", []string{
+			promptLine("S2", "q1"),
+			editLine("S2", "q1", a, "1\ntwo\nthree\n", "1", "one"),
+		}, map[string]string{a: "one\ntwo\nthree\n"}, "turn",
+			map[string]string{"a.txt@S1": "modified +3 -3", "b.txt@S1": "new +2 -0", "a.txt@S2": "modified +1 -1"}},
+		{"S1's next turn starts a new list", []string{promptLine("S1", "p2")}, nil, "turn",
+			map[string]string{"a.txt@S2": "modified +1 -1"}},
+		{"the session keeps every turn", nil, nil, "session",
+			map[string]string{"a.txt@S1": "modified +3 -3", "b.txt@S1": "new +2 -0", "a.txt@S2": "modified +1 -1"}},
+		{"a file gone is deleted", nil, map[string]string{b: ""}, "session",
+			map[string]string{"a.txt@S1": "modified +3 -3", "b.txt@S1": "new +0 -0", "a.txt@S2": "modified +1 -1"}},
+		{"junk is ignored", []string{"", "{", `{"type":"user","sessionId":"S1","toolUseResult":"Error: nope"}`,
+			`{"type":"assistant","sessionId":"S1"}`}, nil, "turn",
+			map[string]string{"a.txt@S2": "modified +1 -1"}},
+	}
+	for _, st := range steps {
+		for p, s := range st.disk {
+			if s == "" {
+				_ = os.Remove(p)
+			} else {
+				write(p, s)
+			}
+		}
+		for _, l := range st.lines {
+			q.apply([]byte(l), false)
+		}
+		got := list(t, q, st.scope)
+		if len(got) != len(st.want) {
+			t.Fatalf("%s: listed %v, want %v", st.name, got, st.want)
+		}
+		for k, w := range st.want {
+			it, ok := got[k]
+			if !ok {
+				t.Fatalf("%s: %s not listed: %v", st.name, k, got)
+			}
+			if s := it.Status + " +" + itoa(it.Added) + " -" + itoa(it.Removed); s != w {
+				t.Errorf("%s: %s is %q, want %q", st.name, k, s, w)
+			}
+		}
+	}
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// The poller reads what a session file gains once the options name the
+// config directory, never what was there before.
+func TestQueuePollsTranscripts(t *testing.T) {
+	cfg, proj := t.TempDir(), t.TempDir()
+	dir := filepath.Join(cfg, "projects", projectDirName(proj))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a := filepath.Join(proj, "a.txt")
+	if err := os.WriteFile(a, []byte("new\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := filepath.Join(dir, "old.jsonl")
+	if err := os.WriteFile(old, []byte(promptLine("OLD", "o1")+"\n"+editLine("OLD", "o1", a, "old\n", "old", "new")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	q := newTestQueue(t)
+	q.setOptions(host.Options{Review: host.ReviewOptions{ConfigDir: cfg, Cwd: proj}})
+	f, err := os.OpenFile(filepath.Join(dir, "s1.jsonl"), os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	// Half a line first: nothing until its end comes.
+	line := editLine("S1", "p1", a, "old\n", "old", "new")
+	if _, err := f.WriteString(promptLine("S1", "p1") + "\n" + line[:20]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(line[20:] + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got := list(t, q, "turn")
+		if len(got) == 1 {
+			if it := got["a.txt@S1"]; it.Added != 1 || it.Removed != 1 {
+				t.Fatalf("listed %+v", got)
+			}
+			break
+		}
+		if len(got) > 1 || time.Now().After(deadline) {
+			t.Fatalf("listed %+v, want a.txt of S1 alone (the old session's file is history)", got)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A project path too long for a directory name is filed under its first
+// 200 characters and a hash; that directory, made after the queue first
+// looked, is found and read whole.
+func TestQueueLongProjectPath(t *testing.T) {
+	cfg, files := t.TempDir(), t.TempDir()
+	cwd := "/" + strings.Repeat("long-directory/", 20)
+	q := newTestQueue(t)
+	q.setOptions(host.Options{Review: host.ReviewOptions{ConfigDir: cfg, Cwd: cwd}})
+	dir := filepath.Join(cfg, "projects", projectDirName(cwd)[:maxProjectName]+"-1a2b3c")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(files, "f.txt")
+	if err := os.WriteFile(f, []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lines := promptLine("S", "p") + "\n" + createLine("S", "p", f, "x\n") + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "s.jsonl"), []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for len(list(t, q, "turn")) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the session filed under the cut name was never read")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A subagent's writes (its transcript in <session>/subagents/, as CLI
+// 2.1.331 files it: isSidechain, the session's id, a prompt id of its own)
+// are the session's, in the session's turn.
+func TestQueueSubagentWrites(t *testing.T) {
+	cfg, proj := t.TempDir(), t.TempDir()
+	dir := filepath.Join(cfg, "projects", projectDirName(proj))
+	a, sub := filepath.Join(proj, "a.txt"), filepath.Join(proj, "sub.txt")
+	for p, s := range map[string]string{a: "new\n", sub: "from sub\n"} {
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := newTestQueue(t)
+	q.setOptions(host.Options{Review: host.ReviewOptions{ConfigDir: cfg, Cwd: proj}})
+	if err := os.MkdirAll(filepath.Join(dir, "S1", "subagents"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	main := promptLine("S1", "p1") + "\n" + editLine("S1", "p1", a, "old\n", "old", "new") + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "S1.jsonl"), []byte(main), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	side := func(l string) string {
+		var m map[string]any
+		_ = json.Unmarshal([]byte(l), &m)
+		m["isSidechain"] = true
+		b, _ := json.Marshal(m)
+		return string(b)
+	}
+	subLines := side(promptLine("S1", "agent-own-prompt")) + "\n" + side(createLine("S1", "agent-own-prompt", sub, "from sub\n")) + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "S1", "subagents", "agent-1.jsonl"), []byte(subLines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got := list(t, q, "turn")
+		if len(got) == 2 {
+			if got["a.txt@S1"].Status != "modified" || got["sub.txt@S1"].Status != "new" {
+				t.Fatalf("listed %+v", got)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("listed %+v, want a.txt and the subagent's sub.txt in S1's turn", got)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Bad requests from Lua get errors a person can act on.
+func TestQueueBadRequests(t *testing.T) {
+	q := newTestQueue(t)
+	dir := t.TempDir()
+	a := filepath.Join(dir, "a.txt")
+	if err := os.WriteFile(a, []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	q.apply([]byte(promptLine("S", "p")), false)
+	q.apply([]byte(editLine("S", "p", a, "w\n", "w", "x")), false)
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		call func() (any, error)
+		want string
+	}{
+		{"unknown scope", func() (any, error) { return q.handleList(ctx, ref{Scope: "week"}) }, `unknown scope "week"`},
+		{"not listed", func() (any, error) {
+			return q.handleBaseline(ctx, ref{Session: "S", Path: filepath.Join(dir, "b.txt")})
+		}, "is not in the review queue"},
+		{"other session", func() (any, error) { return q.handleMark(ctx, markRef{ref: ref{Session: "T", Path: a}}) }, "is not in the review queue"},
+		{"no hunk under the cursor", func() (any, error) {
+			return q.handleRevertHunk(ctx, revertRef{ref: ref{Session: "S", Path: a}, Line: 5, Lines: []string{"x"}})
+		}, "no change of Claude's under the cursor"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := tt.call()
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want %q", err, tt.want)
+			}
+		})
+	}
+	// And the good ones.
+	e, err := q.handleRevertHunk(ctx, revertRef{ref: ref{Session: "S", Path: a}, Line: 1, Lines: []string{"x"}})
+	if err != nil || !reflect.DeepEqual(e, Edit{Start: 0, End: 1, Lines: []string{"w"}}) {
+		t.Fatalf("revert hunk: %+v, %v", e, err)
+	}
+	if _, err := q.handleMark(ctx, markRef{ref: ref{Session: "S", Path: a}, Reviewed: true}); err != nil {
+		t.Fatal(err)
+	}
+	if n := q.toReview(); n != 0 {
+		t.Fatalf("%d to review after marking the only file", n)
+	}
+}
