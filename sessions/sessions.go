@@ -46,6 +46,10 @@ const (
 	ModeChat     = "chat"
 )
 
+// DiffWaiting starts what a session waits for when it is a diff (then
+// the diff's tab name).
+const DiffWaiting = "diff: "
+
 // HookMethod is the JSON-RPC method `nvim-claude hook` calls on the editor
 // tools' socket.
 const HookMethod = "nvim-claude/hook"
@@ -80,6 +84,15 @@ type Session struct {
 	// edited: when the CLI last started an edit tool (PreToolUse), to
 	// tell whose a diff is when several terminals run.
 	edited time.Time
+}
+
+// waitingFor is what x waits for when a prompt is what says so: an open
+// diff says it better (the CLI asks for the edit the diff shows).
+func (x *Session) waitingFor(prompt string) string {
+	if x.diffs > 0 {
+		return x.Waiting
+	}
+	return prompt
 }
 
 // editTools are the tools whose call opens a diff.
@@ -264,7 +277,7 @@ func (s *Sessions) handleUpdate(_ context.Context, p updateParams) (any, error) 
 		}
 	case "diff_opened":
 		x.diffs++
-		s.setLocked(x, NeedsInput, x.Waiting)
+		s.setLocked(x, NeedsInput, DiffWaiting+p.Tab)
 	case "diff_closed":
 		if x.diffs > 0 {
 			x.diffs--
@@ -396,7 +409,7 @@ func (s *Sessions) Hook(c HookCall) error {
 		s.setLocked(x, Working, "")
 	case "PermissionRequest":
 		x.prompt = true
-		s.setLocked(x, NeedsInput, c.Tool)
+		s.setLocked(x, NeedsInput, x.waitingFor(c.Tool))
 	case "Notification":
 		// idle_prompt ("Claude is waiting for your input") comes long
 		// after Stop: the session is done already.
@@ -405,7 +418,7 @@ func (s *Sessions) Hook(c HookCall) error {
 			return nil
 		}
 		x.prompt = true
-		s.setLocked(x, NeedsInput, c.Message)
+		s.setLocked(x, NeedsInput, x.waitingFor(c.Message))
 	case "Stop":
 		x.prompt, x.diffs = false, 0
 		s.setLocked(x, Done, "")

@@ -70,14 +70,16 @@ func TestTerminalStates(t *testing.T) {
 		hook, update string // one of the two
 		tool, typ    string
 		want         string
+		waiting      string // when set, what it waits for
 	}{
 		{hook: "UserPromptSubmit", want: Working},
 		{hook: "PreToolUse", tool: "Bash", want: Working},
 		{hook: "PermissionRequest", tool: "Bash", want: NeedsInput},
 		{hook: "Notification", typ: "permission_prompt", want: NeedsInput},
 		{hook: "PostToolUse", tool: "Bash", want: Working},
-		{update: "diff_opened", want: NeedsInput},
-		{hook: "PreToolUse", tool: "Read", want: NeedsInput}, // the diff still waits
+		{update: "diff_opened", want: NeedsInput, waiting: "diff: "},
+		{hook: "PermissionRequest", tool: "Edit", want: NeedsInput, waiting: "diff: "}, // the diff says it better
+		{hook: "PreToolUse", tool: "Read", want: NeedsInput, waiting: "diff: "},        // the diff still waits
 		{update: "diff_closed", want: Working},
 		{hook: "Stop", want: Done},
 		{hook: "Notification", typ: "idle_prompt", want: Done},
@@ -99,8 +101,8 @@ func TestTerminalStates(t *testing.T) {
 				t.Fatalf("step %d: %v", i, err)
 			}
 		}
-		if got := s.List()[0].State; got != st.want {
-			t.Fatalf("step %d (%s%s): state %q, want %q", i, st.hook, st.update, got, st.want)
+		if got := s.List()[0]; got.State != st.want || (st.waiting != "" && got.Waiting != st.waiting) {
+			t.Fatalf("step %d (%s%s): state %q waiting %q, want %q %q", i, st.hook, st.update, got.State, got.Waiting, st.want, st.waiting)
 		}
 	}
 	want := "t1:idle>working t1:working>needs input t1:needs input>working t1:working>needs input t1:needs input>working t1:working>done t1:done>idle t1:idle>exited"

@@ -280,3 +280,29 @@ func TestChatCLISessionAnswerAndHandover(t *testing.T) {
 		t.Fatalf("the terminal's request lacks the chat's messages:\n%s", r.Text())
 	}
 }
+
+// A diff the terminal's CLI opens is that session's question: `needs input`
+// (waiting for the diff), and `:ClaudeAnswer allow` from the editor window
+// accepts it; the file is written and the turn ends.
+func TestCLISessionDiffAnswer(t *testing.T) {
+	s := startDiffSession(t, "")
+	s.Exec(t, `_G.states = {}
+		vim.api.nvim_create_autocmd("User", { pattern = "ClaudeSessionState", callback = function(ev)
+			table.insert(_G.states, (ev.data or { state = require("claude").sessions()[1].state }).state)
+		end })`)
+	s.scriptEdit(s.file, "beta", "BETA", "Edited.")
+	s.submit(t, "make beta loud")
+	d := s.waitDiff(t)
+	s.WaitFor(t, 30*time.Second, `(function() local x = require("claude").sessions()[1] return x.state == "needs input" and x.waiting:find("^diff: ") ~= nil end)()`,
+		`return require("claude").sessions()`, "the session to wait on its diff")
+	s.Exec(t, `vim.cmd("wincmd t") vim.cmd("ClaudeAnswer allow")`)
+	s.waitFileText(t, strings.Replace(diffFileText, "beta", "BETA", 1))
+	s.waitNoDiff(t)
+	s.waitScreen(t, 30*time.Second, "Edited.")
+	s.WaitFor(t, 30*time.Second, `(function() local seen for _, x in ipairs(_G.states) do
+			if x == "needs input" then seen = true elseif seen and (x == "done" or x == "idle") then return true end end end)()`,
+		`return _G.states`, "the turn to end after the answer")
+	if d.File != s.file {
+		t.Fatalf("diff of %s", d.File)
+	}
+}

@@ -178,7 +178,15 @@ local function notify(s, state)
   else
     msg = string.format("Claude (%s) is done", s.name)
   end
-  if o.notify then
+  -- a hidden chat's permission prompt is notified by the chat itself
+  -- (chat.notify), and a terminal's diff by the diff review
+  -- (notify.needs_input): not twice
+  local chat_says = s.mode == "chat" and state == "needs input" and (config.options.chat or {}).notify
+  local diff_says = s.mode == "terminal"
+    and state == "needs input"
+    and (s.waiting or ""):find("^diff: ")
+    and (config.options.notify or {}).needs_input
+  if o.notify and not chat_says and not diff_says then
     util.notify(msg .. " (:ClaudeSessions)", state == "needs input" and vim.log.levels.WARN or vim.log.levels.INFO)
   end
   if type(o.notifier) == "table" and #o.notifier > 0 then
@@ -207,7 +215,9 @@ function M._on_event(event, data)
   end
   local s = data.session
   remember(s)
-  util.emit("ClaudeSessionState", { id = data.id, state = data.state, previous = data.previous })
+  if data.state ~= data.previous then -- not a rename
+    util.emit("ClaudeSessionState", { id = data.id, state = data.state, previous = data.previous })
+  end
   vim.schedule(function()
     if panel.buf and api.nvim_buf_is_valid(panel.buf) then
       M._render()
