@@ -1,5 +1,6 @@
 // Package app wires nvim-claude: it builds each feature package
-// (ide/selection, ide/editorcontext, review, kernel, edtools, chatpanel)
+// (ide/selection, ide/editorcontext, review, kernel, edtools, chatpanel,
+// sessions)
 // with the host.Host of the lifecycle (app/core), the editor interface the
 // feature declares and the peers it declares, so that what a feature needs
 // of another is checked by the compiler here. It is the only package that
@@ -26,6 +27,7 @@ import (
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 	"github.com/nvim-claude/nvim-claude/review"
 	"github.com/nvim-claude/nvim-claude/reviewq"
+	"github.com/nvim-claude/nvim-claude/sessions"
 )
 
 // Version is the version of the binary and of the Lua side it ships with
@@ -76,6 +78,7 @@ func Features(h host.Host, ed Editor) []host.Feature {
 	sel := selection.New(h, ed)
 	ctx := editorcontext.New(h, ed, Version)
 	rev := review.New(h, ed)
+	sess := sessions.New(h)
 	tools := edtools.New(h, ed, edtools.Peers{
 		Review: rev,
 		Paths:  ctx,
@@ -83,6 +86,7 @@ func Features(h host.Host, ed Editor) []host.Feature {
 			return []mcp.Tool{ctx.OpenEditorsTool(), ctx.WorkspaceFoldersTool(), ctx.CheckDocumentDirtyTool(),
 				sel.CurrentSelectionTool()}
 		},
+		Methods: sess.Methods,
 	}, Version)
 	return []host.Feature{
 		sel,
@@ -90,8 +94,9 @@ func Features(h host.Host, ed Editor) []host.Feature {
 		rev,
 		kernel.New(h, ed),
 		tools,
-		chatpanel.New(h, ed, chatpanel.Peers{Review: rev, Tools: tools}),
+		chatpanel.New(h, ed, chatpanel.Peers{Review: rev, Tools: tools, Sessions: sess}),
 		reviewq.New(h),
+		sess,
 	}
 }
 

@@ -48,6 +48,16 @@ type EditorTools interface {
 type Peers struct {
 	Review Reviewer
 	Tools  EditorTools
+	// Sessions, when set, hears every chat's events (the sessions
+	// dashboard, issue 20).
+	Sessions SessionWatch
+}
+
+// SessionWatch hears what a chat tells Lua (the event's name and data,
+// which it must not keep or change); it runs on the chat's goroutines and
+// must not block.
+type SessionWatch interface {
+	ChatEvent(id, cwd, name string, data map[string]any)
 }
 
 // chatStartTimeout bounds a chat's startup (process + initialize), which
@@ -652,6 +662,9 @@ func (ch *chatProc) shutdown(graceful bool) {
 // push queues an event for Lua ("chat.<name>"), adding the chat id.
 func (ch *chatProc) push(name string, data map[string]any) {
 	data["id"] = ch.id
+	if w := ch.c.peers.Sessions; w != nil {
+		w.ChatEvent(ch.id, ch.params.Cwd, name, data)
+	}
 	ch.out.push("chat."+name, data)
 }
 

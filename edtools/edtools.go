@@ -83,6 +83,9 @@ type Peers struct {
 	// here too (getOpenEditors, getWorkspaceFolders, checkDocumentDirty,
 	// getCurrentSelection).
 	IDETools func() []mcp.Tool
+	// Methods are custom JSON-RPC methods served on the socket besides
+	// MCP (the CLI hooks' `nvim-claude hook`, package sessions); nil: none.
+	Methods func() map[string]mcp.MethodHandler
 }
 
 // Tools is the editor tools feature: the `nvim` MCP server.
@@ -262,6 +265,11 @@ func (e *Tools) start() error {
 	})
 	if err := srv.SetTools(tools); err != nil {
 		return fmt.Errorf("editor tools: %w", err)
+	}
+	if e.peers.Methods != nil {
+		for name, h := range e.peers.Methods() {
+			srv.HandleMethod(name, h)
+		}
 	}
 	pid := e.h.EditorPID()
 	ln, sock, disc, err := discovery.Listen(pid, discovery.Discovery{Token: srv.Token(), Workspace: e.h.Workspace().Root(), PID: pid, HostPID: os.Getpid()})

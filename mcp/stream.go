@@ -63,8 +63,9 @@ type StreamServer struct {
 	tokenSum [sha256.Size]byte
 	svc      *service // what every connection serves
 
-	mu  sync.RWMutex
-	reg *registry
+	mu      sync.RWMutex
+	reg     *registry
+	methods map[string]MethodHandler // kept across SetTools
 }
 
 // NewStreamServer returns a StreamServer without tools.
@@ -116,9 +117,30 @@ func (s *StreamServer) SetTools(tools []Tool) error {
 		}
 	}
 	s.mu.Lock()
+	for name, h := range s.methods {
+		reg.setMethod(name, h)
+	}
 	s.reg = reg
 	s.mu.Unlock()
 	return nil
+}
+
+// HandleMethod registers h for the custom JSON-RPC method name on every
+// connection (kept across SetTools). A custom method needs no initialize:
+// a short-lived peer (the CLI's hook command) may call it right after the
+// authentication line. It panics on an empty name, a nil handler or a
+// built-in method.
+func (s *StreamServer) HandleMethod(name string, h MethodHandler) {
+	if name == "" || h == nil || isBuiltin(name) {
+		panic(fmt.Sprintf("mcp: HandleMethod(%q): empty name, nil handler or built-in method", name))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.methods == nil {
+		s.methods = map[string]MethodHandler{}
+	}
+	s.methods[name] = h
+	s.reg.setMethod(name, h)
 }
 
 // ToolNames lists the registered tools' names in order.

@@ -288,3 +288,33 @@ func TestStreamServeConn(t *testing.T) {
 		t.Fatal("ServeConn did not end when its context was cancelled")
 	}
 }
+
+// TestStreamHandleMethod: a custom method answers without initialize and
+// survives SetTools (the edtools server swaps its tool set on every
+// options change; the hook method must stay).
+func TestStreamHandleMethod(t *testing.T) {
+	s, sock := startStream(t, 0)
+	s.HandleMethod("x/hook", func(_ context.Context, req *MethodRequest) (any, error) {
+		return map[string]string{"got": string(req.Params)}, nil
+	})
+	for _, step := range []string{"before SetTools", "after SetTools"} {
+		c := dialStream(t, sock, `{"token":"s3cret"}`)
+		if got, want := c.roundTrip(t, `{"jsonrpc":"2.0","id":1,"method":"x/hook","params":{"a":1}}`),
+			`{"jsonrpc":"2.0","id":1,"result":{"got":"{\"a\":1}"}}`; got != want {
+			t.Fatalf("%s: %s", step, diff(want, got))
+		}
+		if err := s.SetTools(nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"", "ping", "tools/call"} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("HandleMethod(%q) did not panic", name)
+				}
+			}()
+			s.HandleMethod(name, func(context.Context, *MethodRequest) (any, error) { return nil, nil })
+		}()
+	}
+}

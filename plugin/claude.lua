@@ -16,3 +16,7 @@ require("claude.commands").create()
 -- Visual mode: send the selection to Claude. README suggests
 --   vim.keymap.set("x", "<leader>cs", "<Plug>(claude-send)")
 vim.keymap.set("x", "<Plug>(claude-send)", ":ClaudeSend<CR>", { silent = true, desc = "Send selection to Claude" })
+
+-- Go to the oldest question a Claude session waits on (:ClaudeAnswer):
+--   vim.keymap.set("n", "<leader>ca", "<Plug>(claude-answer)")
+vim.keymap.set("n", "<Plug>(claude-answer)", "<cmd>ClaudeAnswer<CR>", { silent = true, desc = "Answer Claude" })

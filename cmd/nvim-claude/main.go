@@ -27,6 +27,9 @@ func run(args []string, stdin io.Reader, stdout io.WriteCloser, stderr io.Writer
 	if len(args) > 0 && args[0] == "mcp" {
 		return runMCP(stdin, stdout, stderr, os.Getenv)
 	}
+	if len(args) > 0 && args[0] == "hook" {
+		return runHook(args[1:], stdin, stderr, os.Getenv)
+	}
 	fs := flag.NewFlagSet("nvim-claude", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	showVersion := fs.Bool("version", false, "print the version and exit")

@@ -29,6 +29,7 @@ type sessionOpts struct {
 	permissionMode string // default "default"
 	files          map[string]string
 	extra          string // more setup options
+	userSettings   string // the CLI's user settings.json, when set
 }
 
 // startSession runs :ClaudeStart with the real CLI and waits until the CLI
@@ -51,6 +52,11 @@ func startSession(t *testing.T, o sessionOpts) *session {
 		}
 	}
 	env := clienv.New(t, api.URL(), project)
+	if o.userSettings != "" {
+		if err := os.WriteFile(filepath.Join(env.ConfigDir, "settings.json"), []byte(o.userSettings), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	mode := o.permissionMode
 	if mode == "" {
 		mode = "default"

@@ -77,6 +77,10 @@ function M.create()
     return require("claude.chat")
   end
   cmd("ClaudeChat", function(o)
+    if o.fargs[1] == "--resume" and o.fargs[2] then
+      -- a conversation (the terminal's, say) continues in a chat
+      return chat().open({ resume = o.fargs[2], prompt = table.concat(o.fargs, " ", 3) })
+    end
     chat().open({ prompt = o.args, new = o.bang })
   end, { nargs = "*", bang = true, desc = "Open the Claude chat (! starts another one); [prompt] is sent" })
   cmd("ClaudeChatSessions", function()
@@ -101,6 +105,23 @@ function M.create()
       return { "start", "stop", "cancel", "toggle" }
     end,
     desc = "Dictate into the chat prompt or the Claude terminal (again: stop; cancel discards)",
+  })
+
+  -- Every session at a glance (lua/claude/sessions.lua).
+  cmd("ClaudeSessions", function()
+    require("claude.sessions").open()
+  end, { nargs = 0, desc = "List every Claude session (terminal and chats) with its state" })
+  cmd("ClaudeStartNew", function(o)
+    require("claude.sessions").start_new(o.fargs)
+  end, { nargs = "*", desc = "Start another Claude terminal; the running one goes on in the background" })
+  cmd("ClaudeAnswer", function(o)
+    require("claude.sessions").answer(o.args)
+  end, {
+    nargs = "?",
+    complete = function()
+      return { "allow", "always", "deny" }
+    end,
+    desc = "Show the oldest question a Claude session waits on; allow, always or deny answers it",
   })
 
   -- Diff review.

@@ -21,6 +21,7 @@
 ---@field security? claude.Config.Security
 ---@field mentions? {focus_terminal?: boolean}
 ---@field editor_tools? {enable?: boolean, allow?: string[]}
+---@field sessions? claude.Config.Sessions
 ---@field chat? claude.Config.Chat
 ---@field diff? claude.Config.Diff
 ---@field install? {base_url?: string} where :ClaudeInstall downloads the prebuilt host from
@@ -35,6 +36,11 @@
 ---@field cmd? string|string[] an engine: reads the WAV "{file}", prints the text
 ---@field max_seconds? number a recording stops by itself after this long (0: never)
 ---@field keys? {toggle?: string|false}
+
+---@class claude.Config.Sessions
+---@field hooks? boolean :ClaudeStart gives the CLI hooks that report its state (needs editor_tools.enable)
+---@field notify? boolean vim.notify when a hidden session needs input or finishes
+---@field notifier? string[] also run this command with the message as its last argument (e.g. notify-send)
 
 ---@class claude.Config.Terminal
 ---@field provider? "native"|"snacks"|"none"
@@ -148,6 +154,11 @@ function M.defaults()
     editor_tools = {
       enable = true, -- the "nvim" MCP server: LSP, tree-sitter and buffers as tools for the model
       allow = nil, -- list of tool names to offer (nil: all of them)
+    },
+    sessions = {
+      hooks = true, -- the CLI :ClaudeStart launches reports its state through hooks (layered over yours)
+      notify = true, -- vim.notify when a hidden session needs input or finishes
+      notifier = nil, -- e.g. { "notify-send", "Claude" }: run with the message appended
     },
     chat = {
       cmd = nil, -- the CLI for chats (nil: the first word of terminal_cmd)
@@ -430,6 +441,13 @@ local schema = {
     table = {
       enable = { types = { "boolean" } },
       allow = { types = { "table" }, check = list_of_strings },
+    },
+  },
+  sessions = {
+    table = {
+      hooks = { types = { "boolean" } },
+      notify = { types = { "boolean" } },
+      notifier = { types = { "table" }, check = list_of_strings },
     },
   },
   chat = {

@@ -239,6 +239,11 @@ function M.statusline()
   else
     parts[1] = string.format("✻ %d session%s", n, n == 1 and "" or "s")
   end
+  -- what the sessions do, when any works or waits (issue 20)
+  local busy = M.sessions_statusline()
+  if busy ~= "" then
+    parts[1] = busy
+  end
   local d = #pending_diffs()
   if d > 0 then
     table.insert(parts, string.format("%d diff%s", d, d == 1 and "" or "s"))
@@ -247,6 +252,19 @@ function M.statusline()
     table.insert(parts, "not sharing")
   end
   return table.concat(parts, " · ")
+end
+
+--- Every Claude session this Neovim runs (the terminal and the chats):
+--- { {id, name, dir, mode, state, since, cost_usd, waiting, ...} }.
+function M.sessions()
+  return require("claude.sessions").list()
+end
+
+--- "✻ 2 working · 1 needs you" for a statusline ("" when nothing works or
+--- waits); cached state only.
+function M.sessions_statusline()
+  local s = package.loaded["claude.sessions"]
+  return s and s.statusline() or ""
 end
 
 --- :ClaudeStatus text.

@@ -6,7 +6,7 @@ local M = {}
 
 -- Feature modules whose attach() runs each time the server starts (their
 -- autocmds feed the host) and whose detach() runs when it stops.
-M.features = { "claude.selection", "claude.diagnostics", "claude.diff", "claude.terminal", "claude.review" }
+M.features = { "claude.selection", "claude.diagnostics", "claude.diff", "claude.terminal", "claude.review", "claude.sessions" }
 
 local state = {
   chan = nil, -- job/channel id of the Go host

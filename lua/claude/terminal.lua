@@ -255,7 +255,7 @@ function M.open(port, args, focus)
     return term
   end
   local tools = M.editor_tools()
-  args = with_tools(args, tools)
+  args = with_tools(require("claude.sessions").terminal_args(args, tools), tools)
   local S = snacks()
   if S then
     local t, err = open_snacks(S, M.cmd(args), { cwd = vim.fn.getcwd(-1, -1), env = M.env(port, tools) }, focus)
@@ -264,6 +264,7 @@ function M.open(port, args, focus)
       -- our keys before the FileType event: the user's mappings there win
       require("claude.dictation").map_buffer(t.bufnr)
       vim.bo[t.bufnr].filetype = "claude"
+      require("claude.sessions").terminal_started(t.pid, t.bufnr)
       return t
     end
     util.notify("nvim-claude: snacks.nvim could not open the terminal (" .. err .. "); using the native one", vim.log.levels.WARN)
@@ -289,6 +290,7 @@ function M.open(port, args, focus)
     ok, job = pcall(vim.fn.termopen, cmd, opts)
   end
   if not ok or job <= 0 then
+    require("claude.sessions").terminal_failed()
     pcall(vim.api.nvim_win_close, win, true)
     pcall(vim.api.nvim_buf_delete, buf, { force = true })
     local why = not ok and tostring(job) or (job == -1 and (cmd[1] .. " is not executable") or "invalid arguments")
@@ -299,6 +301,7 @@ function M.open(port, args, focus)
     return nil
   end
   term = { bufnr = buf, job_id = job, pid = vim.fn.jobpid(job), snacks = nil }
+  require("claude.sessions").terminal_started(term.pid, buf)
   vim.bo[buf].bufhidden = "hide"
   vim.bo[buf].buflisted = false
   pcall(vim.api.nvim_buf_set_var, buf, "claude_terminal", true)
@@ -318,10 +321,12 @@ end
 
 function M._on_exit(job, code)
   if term.job_id ~= job then
+    M._on_other_exit(job, code)
     return
   end
   local buf = term.bufnr
   term = { bufnr = nil, job_id = nil, pid = nil, snacks = nil }
+  require("claude.sessions").terminal_exited(buf)
   -- A clean exit closes the split; a failure stays on screen to be read.
   if code == 0 and buf and vim.api.nvim_buf_is_valid(buf) then
     for _, win in ipairs(vim.fn.win_findbuf(buf)) do
@@ -366,6 +371,7 @@ function M.close()
   local job, buf = term.job_id, term.bufnr
   term = { bufnr = nil, job_id = nil, pid = nil, snacks = nil }
   if job then
+    require("claude.sessions").terminal_exited(buf)
     pcall(vim.fn.jobstop, job)
     vim.fn.jobwait({ job }, 2000)
   end
@@ -436,6 +442,125 @@ local function on_diff_closed()
     local diff = package.loaded["claude.diff"]
     if alive() and not (diff and diff.pending and #diff.pending() > 0) then
       show(false)
+    end
+  end
+end
+
+-- Several terminals (issue 20) ----------------------------------------------
+-- The terminal the commands act on (:ClaudeToggle, :ClaudeSend…) is `term`;
+-- :ClaudeStartNew moves it to `others`, where its CLI runs on, and starts
+-- another. :ClaudeSessions makes one current again (switch).
+
+local others = {}
+
+local function job_alive(t)
+  return t.bufnr and vim.api.nvim_buf_is_valid(t.bufnr) and t.job_id and vim.fn.jobwait({ t.job_id }, 0)[1] == -1
+end
+
+-- close_windows closes buf's windows (never the last one).
+local function close_windows(buf)
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    if #vim.api.nvim_list_wins() > 1 then
+      pcall(vim.api.nvim_win_close, win, true)
+    end
+  end
+end
+
+--- :ClaudeStartNew: another CLI in a terminal, beside the running one
+--- (which goes on in the background).
+function M.open_another(port, args, focus)
+  local prev = alive() and term or nil
+  if prev then
+    -- its window stays (a terminal Neovim 0.7 does not show is not
+    -- redrawn); the new one opens beside it
+    table.insert(others, prev)
+    term = { bufnr = nil, job_id = nil, pid = nil, snacks = nil }
+  end
+  local t = M.open(port, args, focus)
+  if not t and prev and not alive() then
+    -- it did not start: the running one stays the current terminal
+    table.remove(others, #others)
+    term = prev
+  end
+  return t
+end
+
+--- Every running terminal: { {bufnr, job_id, pid, current}, ... }.
+function M.all()
+  local out = {}
+  if alive() then
+    table.insert(out, { bufnr = term.bufnr, job_id = term.job_id, pid = term.pid, current = true })
+  end
+  for _, t in ipairs(others) do
+    if job_alive(t) then
+      table.insert(out, { bufnr = t.bufnr, job_id = t.job_id, pid = t.pid, current = false })
+    end
+  end
+  return out
+end
+
+--- Makes the terminal of buf the current one and shows it (focus: go to
+--- it). Returns false when no running terminal has that buffer.
+function M.switch(buf, focus)
+  if term.bufnr ~= buf then
+    for i, t in ipairs(others) do
+      if t.bufnr == buf and job_alive(t) then
+        table.remove(others, i)
+        if alive() then
+          table.insert(others, term)
+        end
+        term = t
+        break
+      end
+    end
+  end
+  if term.bufnr ~= buf or not alive() then
+    return false
+  end
+  show(focus)
+  return true
+end
+
+--- Stops the terminal of buf (the current one or one in the background).
+function M.stop_buf(buf)
+  if term.bufnr == buf then
+    M.close()
+    return
+  end
+  for i, t in ipairs(others) do
+    if t.bufnr == buf then
+      table.remove(others, i)
+      require("claude.sessions").terminal_exited(buf)
+      pcall(vim.fn.jobstop, t.job_id)
+      vim.fn.jobwait({ t.job_id }, 2000)
+      close_windows(buf)
+      pcall(vim.api.nvim_buf_delete, buf, { force = true })
+      return
+    end
+  end
+end
+
+--- Stops the terminals in the background (:ClaudeStop, the host's end).
+function M.close_others()
+  local bufs = {}
+  for _, t in ipairs(others) do
+    table.insert(bufs, t.bufnr)
+  end
+  for _, b in ipairs(bufs) do
+    M.stop_buf(b)
+  end
+end
+
+function M._on_other_exit(job, code)
+  for i, t in ipairs(others) do
+    if t.job_id == job then
+      table.remove(others, i)
+      require("claude.sessions").terminal_exited(t.bufnr)
+      if code == 0 and vim.api.nvim_buf_is_valid(t.bufnr) then
+        close_windows(t.bufnr)
+        pcall(vim.api.nvim_buf_delete, t.bufnr, { force = true })
+      end
+      return
     end
   end
 end

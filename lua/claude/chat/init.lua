@@ -791,6 +791,11 @@ function M.open(o)
     return nil
   end
   local chat = not (o.new or o.resume) and M.current() or nil
+  if not chat and o.resume and not o.fork then
+    -- the Claude terminal (or another chat) running that conversation
+    -- stops first (:ClaudeSessions' handover)
+    require("claude.sessions").release(o.resume)
+  end
   if not chat then
     local res, err = M._open_request("chat_open", M._open_params(o))
     if not res then

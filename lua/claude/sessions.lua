@@ -1,0 +1,559 @@
+-- Every Claude session at a glance (issue 20): the Claude terminal and the
+-- chats, each "working", "needs input", "done", "idle" or "exited". The
+-- state lives in the Go host (package sessions); this module registers the
+-- terminal's CLI with it, keeps the last list for statuslines, fires
+-- `User ClaudeSessionState`, notifies, and shows :ClaudeSessions.
+local config = require("claude.config")
+local util = require("claude.util")
+
+local M = {}
+
+local api = vim.api
+
+local cache = {} -- the last list, for statusline()
+local pending_id = nil -- the session of the terminal CLI about to start
+local term_ids = {} -- terminal buffer → session id
+local term_bufs = {} -- session id → terminal buffer
+local panel = { buf = nil }
+
+local function server()
+  return package.loaded["claude.server"]
+end
+
+-- running: the host runs (chats need no IDE server).
+local function running()
+  local s = server()
+  return s ~= nil and s.state().chan ~= nil
+end
+
+local function opts()
+  return config.options.sessions or {}
+end
+
+local function request(method, params)
+  if not running() then
+    return nil
+  end
+  local ok, res = pcall(server().request, method, params)
+  if ok then
+    return res
+  end
+  return nil, res
+end
+
+local function refresh()
+  local res = request("sessions.list", vim.empty_dict())
+  if type(res) == "table" then
+    cache = res
+  end
+  return cache
+end
+
+--- Every session: { {id, name, dir, mode, state, since, cost_usd, waiting,
+--- claude_session, pid}, ... }, oldest first.
+function M.list()
+  if not running() then
+    return {}
+  end
+  return vim.deepcopy(refresh())
+end
+
+--- "✻ 2 working · 1 needs you" (cached state only: cheap for every redraw);
+--- "" when no session works or waits.
+function M.statusline()
+  local n = { working = 0, ["needs input"] = 0, done = 0 }
+  for _, s in ipairs(cache) do
+    if n[s.state] then
+      n[s.state] = n[s.state] + 1
+    end
+  end
+  local parts = {}
+  if n.working > 0 then
+    table.insert(parts, n.working .. " working")
+  end
+  if n["needs input"] > 0 then
+    table.insert(parts, n["needs input"] .. " needs you")
+  end
+  if n.done > 0 then
+    table.insert(parts, n.done .. " done")
+  end
+  if #parts == 0 then
+    return ""
+  end
+  return "✻ " .. table.concat(parts, " · ")
+end
+
+-- Terminal ---------------------------------------------------------------
+
+--- Called by terminal.open before it starts the CLI: registers the
+--- session and, with sessions.hooks and the editor tools' socket, adds the
+--- --settings layer of our hooks to args. Returns the new args.
+function M.terminal_args(args, tools)
+  pending_id = nil
+  for i, a in ipairs(args or {}) do
+    if a == "--resume" or a == "-r" then
+      M.release(args[i + 1])
+    end
+  end
+  local res = request("sessions.terminal", { dir = vim.fn.getcwd(-1, -1) })
+  if type(res) ~= "table" or not res.id then
+    return args
+  end
+  pending_id = res.id
+  if opts().hooks and tools and tools.socket and res.settings then
+    args = vim.deepcopy(args or {})
+    table.insert(args, "--settings")
+    table.insert(args, res.settings)
+  end
+  return args
+end
+
+local function update(id, event, extra)
+  local p = extra or {}
+  p.id, p.event = id, event
+  if not running() then
+    return
+  end
+  server().request_async("sessions.update", p, function() end)
+end
+
+--- Called by terminal.open once the CLI runs in buf.
+function M.terminal_started(pid, buf)
+  if pending_id then
+    term_ids[buf], term_bufs[pending_id] = pending_id, buf
+    update(pending_id, "pid", { pid = pid })
+  end
+  pending_id = nil
+end
+
+--- Called by terminal.open when the CLI could not start.
+function M.terminal_failed()
+  if pending_id then
+    update(pending_id, "exited")
+  end
+  pending_id = nil
+end
+
+--- Called by terminal when the CLI of buf exits or is stopped.
+function M.terminal_exited(buf)
+  local id = buf and term_ids[buf]
+  if id then
+    update(id, "exited")
+    term_ids[buf], term_bufs[id] = nil, nil
+  end
+end
+
+-- tab_shows: whether a window of the current tab page shows buf.
+local function tab_shows(buf)
+  for _, w in ipairs(api.nvim_tabpage_list_wins(0)) do
+    if api.nvim_win_get_buf(w) == buf then
+      return true
+    end
+  end
+  return false
+end
+
+-- Visibility -----------------------------------------------------------------
+
+local function chat_of(s)
+  local chat = package.loaded["claude.chat"]
+  return chat and chat.get(s.id:sub(2)) or nil
+end
+
+-- visible: whether the user sees the session now (its window is on this
+-- tab page).
+local function visible(s)
+  if s.mode == "chat" then
+    local c = chat_of(s)
+    return c ~= nil and require("claude.chat").visible(c)
+  end
+  return term_bufs[s.id] ~= nil and tab_shows(term_bufs[s.id])
+end
+
+local function notify(s, state)
+  local o = opts()
+  local msg
+  if state == "needs input" then
+    msg = string.format("Claude (%s) needs you%s", s.name, s.waiting and s.waiting ~= "" and (": " .. s.waiting) or "")
+  else
+    msg = string.format("Claude (%s) is done", s.name)
+  end
+  -- a hidden chat's permission prompt is notified by the chat itself
+  -- (chat.notify), and a terminal's diff by the diff review
+  -- (notify.needs_input): not twice
+  local chat_says = s.mode == "chat" and state == "needs input" and (config.options.chat or {}).notify
+  local diff_says = s.mode == "terminal"
+    and state == "needs input"
+    and (s.waiting or ""):find("^diff: ")
+    and (config.options.notify or {}).needs_input
+  if o.notify and not chat_says and not diff_says then
+    util.notify(msg .. " (:ClaudeSessions)", state == "needs input" and vim.log.levels.WARN or vim.log.levels.INFO)
+  end
+  if type(o.notifier) == "table" and #o.notifier > 0 then
+    local cmd = vim.deepcopy(o.notifier)
+    table.insert(cmd, msg)
+    pcall(vim.fn.jobstart, cmd, { detach = false })
+  end
+end
+
+-- remember keeps session x in the cache (the list the host last told).
+local function remember(x)
+  for i, c in ipairs(cache) do
+    if c.id == x.id then
+      cache[i] = x
+      return
+    end
+  end
+  table.insert(cache, x)
+end
+
+--- The host's "sessions.<event>" events. They arrive inside the host's
+--- request: nothing here may ask the host back.
+function M._on_event(event, data)
+  if event ~= "state" or type(data) ~= "table" or type(data.session) ~= "table" then
+    return
+  end
+  local s = data.session
+  remember(s)
+  if data.state ~= data.previous then -- not a rename
+    util.emit("ClaudeSessionState", { id = data.id, state = data.state, previous = data.previous })
+  end
+  vim.schedule(function()
+    if panel.buf and api.nvim_buf_is_valid(panel.buf) then
+      M._render()
+    end
+    if data.state ~= data.previous and (data.state == "needs input" or data.state == "done") and not visible(s) then
+      notify(s, data.state)
+    end
+    if data.state == "done" and visible(s) then
+      update(s.id, "seen")
+    end
+  end)
+end
+
+-- seen: the user looks at a session that is done.
+local function on_enter()
+  local buf = api.nvim_get_current_buf()
+  for _, s in ipairs(cache) do
+    if s.state == "done" then
+      local c = s.mode == "chat" and chat_of(s)
+      local t = s.mode == "terminal" and term_ids[buf] == s.id
+      if t or (c and (c.tbuf == buf or c.pbuf == buf)) then
+        update(s.id, "seen")
+      end
+    end
+  end
+end
+
+local open_tabs = {} -- the terminals' diffs the host was told of
+
+local function diff_event(ev, opened)
+  local tabs = {}
+  if ev.data and ev.data.tab_name then
+    tabs[1] = ev.data.tab_name
+  else
+    -- Neovim 0.7 passes no data: compare with the pending diffs
+    local diff = package.loaded["claude.diff"]
+    local pending = {}
+    for _, d in ipairs(diff and diff.pending and diff.pending() or {}) do
+      pending[d.tab_name] = true
+      if opened and not open_tabs[d.tab_name] then
+        table.insert(tabs, d.tab_name)
+      end
+    end
+    if not opened then
+      for tab in pairs(open_tabs) do
+        if not pending[tab] then
+          table.insert(tabs, tab)
+        end
+      end
+    end
+  end
+  for _, tab in ipairs(tabs) do
+    -- the chat's diffs are its permission prompts, which it reports
+    -- itself; the host knows which terminal's CLI is editing
+    if next(term_bufs) and not tab:find("^%[Claude chat%]") then
+      open_tabs[tab] = opened or nil
+      update("", opened and "diff_opened" or "diff_closed", { tab = tab })
+    end
+  end
+end
+
+--- Called when the server starts (server.features).
+function M.attach()
+  local group = api.nvim_create_augroup("nvim-claude-sessions", { clear = true })
+  api.nvim_create_autocmd("User", {
+    group = group,
+    pattern = "ClaudeDiffOpened",
+    desc = "nvim-claude: a pending diff is the terminal's question",
+    callback = function(ev)
+      diff_event(ev, true)
+    end,
+  })
+  api.nvim_create_autocmd("User", {
+    group = group,
+    pattern = "ClaudeDiffClosed",
+    desc = "nvim-claude: the terminal's diff is answered",
+    callback = function(ev)
+      diff_event(ev, false)
+    end,
+  })
+  api.nvim_create_autocmd({ "BufEnter", "WinEnter" }, {
+    group = group,
+    desc = "nvim-claude: a finished session is seen",
+    callback = on_enter,
+  })
+end
+
+function M.detach()
+  pcall(api.nvim_del_augroup_by_name, "nvim-claude-sessions")
+  -- the CLIs in the background lose their IDE with the host
+  require("claude.terminal").close_others()
+  cache = {}
+  pending_id = nil
+  open_tabs = {}
+end
+
+-- :ClaudeSessions --------------------------------------------------------------
+
+local function since(t)
+  local d = os.time() - (tonumber(t) or os.time())
+  if d < 60 then
+    return d .. "s"
+  elseif d < 3600 then
+    return math.floor(d / 60) .. "m"
+  end
+  return math.floor(d / 3600) .. "h"
+end
+
+local function line(s)
+  local cost = (tonumber(s.cost_usd) or 0) > 0 and string.format("$%.2f", s.cost_usd) or ""
+  return string.format(
+    "%-4s %-20s %-9s %-12s %5s %7s  %s%s",
+    s.id,
+    s.name,
+    s.mode,
+    s.state,
+    since(s.since),
+    cost,
+    vim.fn.fnamemodify(s.dir, ":~"),
+    s.waiting and s.waiting ~= "" and ("  — " .. s.waiting) or ""
+  )
+end
+
+function M._render()
+  local buf = panel.buf
+  local lines = { "id   name                 mode      state        since    cost  dir" }
+  panel.ids = {}
+  for _, s in ipairs(cache) do
+    table.insert(lines, line(s))
+    panel.ids[#lines] = s.id
+  end
+  if #cache == 0 then
+    table.insert(lines, "(no session: :ClaudeStart or :ClaudeChat starts one)")
+  end
+  table.insert(lines, "")
+  table.insert(lines, "<CR> jump · x stop · r rename · h continue in the other mode · q close")
+  vim.bo[buf].modifiable = true
+  api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].modifiable = false
+end
+
+local function under_cursor()
+  local id = panel.ids and panel.ids[api.nvim_win_get_cursor(0)[1]]
+  for _, s in ipairs(cache) do
+    if s.id == id then
+      return s
+    end
+  end
+end
+
+--- Shows session s (focus: its window).
+function M.jump(s)
+  if s.mode == "chat" then
+    local c = chat_of(s)
+    if c then
+      require("claude.chat").show(c, true)
+    end
+  elseif term_bufs[s.id] then
+    require("claude.terminal").switch(term_bufs[s.id], true)
+  end
+end
+
+--- Stops session s.
+function M.stop(s)
+  if s.mode == "chat" then
+    local c = chat_of(s)
+    if c then
+      require("claude.chat").close(c)
+    end
+  elseif term_bufs[s.id] then
+    require("claude.terminal").stop_buf(term_bufs[s.id])
+  end
+end
+
+--- :ClaudeSessions: the panel.
+function M.open()
+  refresh()
+  if not (panel.buf and api.nvim_buf_is_valid(panel.buf)) then
+    panel.buf = api.nvim_create_buf(false, true)
+    vim.bo[panel.buf].bufhidden = "wipe"
+    vim.bo[panel.buf].filetype = "claude-sessions"
+    local function map(lhs, fn, desc)
+      vim.keymap.set("n", lhs, fn, { buffer = panel.buf, nowait = true, desc = desc })
+    end
+    map("<CR>", function()
+      local s = under_cursor()
+      if s then
+        M.jump(s)
+      end
+    end, "nvim-claude: jump to the session")
+    map("x", function()
+      local s = under_cursor()
+      if s then
+        M.stop(s)
+      end
+    end, "nvim-claude: stop the session")
+    map("r", function()
+      local s = under_cursor()
+      if not s then
+        return
+      end
+      vim.ui.input({ prompt = "Rename " .. s.name .. ": ", default = s.name }, function(name)
+        if name and vim.trim(name) ~= "" then
+          request("sessions.update", { id = s.id, event = "rename", name = name })
+          refresh()
+          M._render()
+        end
+      end)
+    end, "nvim-claude: rename the session")
+    map("h", function()
+      local s = under_cursor()
+      if s then
+        M.handover(s)
+      end
+    end, "nvim-claude: continue the session in the other mode")
+    map("q", "<cmd>close<CR>", "nvim-claude: close the panel")
+  end
+  M._render()
+  if #vim.fn.win_findbuf(panel.buf) == 0 then
+    vim.cmd("botright split")
+    api.nvim_win_set_buf(0, panel.buf)
+    api.nvim_win_set_height(0, math.min(#cache + 4, 15))
+  end
+  return panel.buf
+end
+
+local choices = { allow = "allow", always = "session", deny = "deny" }
+
+--- :ClaudeAnswer [allow|always|deny]: goes to the oldest question any
+--- session waits on and shows it — a chat's permission prompt (tool and
+--- input, or the diff of an edit), the terminal's pending diff, or else the
+--- terminal at the CLI's prompt — and, given a choice, answers it: a chat's
+--- can_use_tool request (always: for the session), the terminal's diff
+--- (allow and always accept, deny rejects). A terminal's own prompt can
+--- only be answered in the terminal. Returns the session, or nil when none
+--- waits.
+function M.answer(choice)
+  if choice == "" then
+    choice = nil
+  end
+  if choice and not choices[choice] then
+    util.notify(string.format('nvim-claude: :ClaudeAnswer takes "allow", "always" or "deny", not %q', choice), vim.log.levels.ERROR)
+    return nil
+  end
+  refresh()
+  local oldest
+  for _, s in ipairs(cache) do
+    if s.state == "needs input" and (not oldest or s.since < oldest.since) then
+      oldest = s
+    end
+  end
+  if not oldest then
+    util.notify("nvim-claude: no session waits for you", vim.log.levels.INFO)
+    return nil
+  end
+  if oldest.mode == "chat" then
+    local c = chat_of(oldest)
+    if not c then
+      return nil
+    end
+    local chat = require("claude.chat")
+    chat.show(c, true)
+    local perm = require("claude.chat.permission")
+    if perm.jump(c) and choice then
+      perm.answer(c, choices[choice])
+    end
+    return oldest
+  end
+  local diff = package.loaded["claude.diff"]
+  for _, d in ipairs(diff and diff.pending and diff.pending() or {}) do
+    if not (d.tab_name or ""):find("^%[Claude chat%]") then
+      for _, w in ipairs(vim.fn.win_findbuf(d.proposal_bufnr)) do
+        api.nvim_set_current_win(w)
+        if choice == "deny" then
+          diff.reject()
+        elseif choice then
+          diff.accept()
+        end
+        return oldest
+      end
+    end
+  end
+  M.jump(oldest)
+  if choice then
+    util.notify("nvim-claude: the terminal's prompt is answered in the terminal (the IDE protocol cannot answer it)", vim.log.levels.INFO)
+  end
+  return oldest
+end
+
+--- :ClaudeStartNew [args]: another Claude terminal beside the running one,
+--- which goes on in the background (:ClaudeSessions brings it back).
+function M.start_new(args)
+  if config.options.terminal.provider == "none" then
+    return require("claude").start(args)
+  end
+  local st = require("claude").serve_quiet()
+  if not st then
+    return nil
+  end
+  require("claude.terminal").open_another(st.port, args)
+  return st
+end
+
+-- Handover ---------------------------------------------------------------------
+
+--- Stops whichever session runs the CLI conversation claude_session
+--- (except the chat except_chat), so that another mode can resume it:
+--- called before a chat or the terminal resumes a session.
+function M.release(claude_session, except_chat)
+  if not claude_session or claude_session == "" then
+    return
+  end
+  for _, s in ipairs(refresh()) do
+    if s.claude_session == claude_session and s.state ~= "exited" and s.id ~= except_chat then
+      M.stop(s)
+    end
+  end
+end
+
+--- Continues session s in the other mode (the CLI's --resume): a chat in
+--- the Claude terminal, the terminal's conversation in a chat. The other
+--- side is stopped first.
+function M.handover(s)
+  if not s.claude_session or s.claude_session == "" then
+    util.notify(
+      "nvim-claude: the CLI's session id of " .. s.name .. " is not known yet (it comes with the first turn; for the terminal, through its hooks)",
+      vim.log.levels.WARN
+    )
+    return
+  end
+  M.stop(s)
+  if s.mode == "chat" then
+    require("claude").start({ "--resume", s.claude_session }, true)
+  else
+    require("claude.chat").open({ resume = s.claude_session, cwd = s.dir })
+  end
+end
+
+return M

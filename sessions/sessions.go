@@ -1,0 +1,495 @@
+// Package sessions is the state of every Claude session this Neovim runs
+// (issue 20): the CLI in the Claude terminal and every chat, each
+// `working`, `needs input`, `done`, `idle` or `exited`, since when, with
+// its name, project directory, mode and cost where known.
+//
+// A chat's state comes from its stream (the chat panel reports its status
+// and permission requests: ChatEvent). A terminal's comes from the CLI's
+// own hooks: the CLI that :ClaudeStart launches gets a settings layer
+// (--settings, HookSettings) whose hooks run `nvim-claude hook <event>
+// <id>`, which reaches this host over the editor tools' private,
+// token-checked socket and calls the HookMethod method; and from the diffs
+// the CLI has open (Lua reports them). With the user's hooks disabled only
+// the diffs tell.
+package sessions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nvim-claude/nvim-claude/app/host"
+	"github.com/nvim-claude/nvim-claude/mcp"
+)
+
+// The states of a session.
+const (
+	Working    = "working"     // a turn is running
+	NeedsInput = "needs input" // a permission prompt, a pending diff, a question
+	Done       = "done"        // the turn ended and the user has not looked
+	Idle       = "idle"        // nothing to do
+	Exited     = "exited"      // the CLI is gone
+)
+
+// The modes of a session.
+const (
+	ModeTerminal = "terminal"
+	ModeChat     = "chat"
+)
+
+// DiffWaiting starts what a session waits for when it is a diff (then
+// the diff's tab name).
+const DiffWaiting = "diff: "
+
+// HookMethod is the JSON-RPC method `nvim-claude hook` calls on the editor
+// tools' socket.
+const HookMethod = "nvim-claude/hook"
+
+// MaxHookParams bounds a hook call's parameters: the hook command sends a
+// digest of the CLI's hook input, never a file's contents.
+const MaxHookParams = 16 << 10
+
+// HookEvents are the CLI hook events HookSettings registers.
+var HookEvents = []string{"UserPromptSubmit", "PreToolUse", "PostToolUse", "PermissionRequest", "Notification", "Stop"}
+
+// Session is one session as Lua lists it.
+type Session struct {
+	ID      string  `json:"id"`
+	Name    string  `json:"name"`
+	Dir     string  `json:"dir"`
+	Mode    string  `json:"mode"`
+	State   string  `json:"state"`
+	Since   int64   `json:"since"` // unix seconds
+	CostUSD float64 `json:"cost_usd,omitempty"`
+	// Waiting is what a session in NeedsInput waits for ("Bash", a
+	// file name, the CLI's notification text).
+	Waiting string `json:"waiting,omitempty"`
+	// ClaudeSession is the CLI's session id (for --resume), once known.
+	ClaudeSession string `json:"claude_session,omitempty"`
+	PID           int    `json:"pid,omitempty"`
+	// waiting reasons of a NeedsInput state: a diff and a prompt are
+	// counted apart, so that closing one does not hide the other.
+	diffs  int
+	prompt bool
+	order  int // creation order, terminals and chats alike
+	// edited: when the CLI last started an edit tool (PreToolUse), to
+	// tell whose a diff is when several terminals run.
+	edited time.Time
+}
+
+// waitingFor is what x waits for when a prompt is what says so: an open
+// diff says it better (the CLI asks for the edit the diff shows).
+func (x *Session) waitingFor(prompt string) string {
+	if x.diffs > 0 {
+		return x.Waiting
+	}
+	return prompt
+}
+
+// editTools are the tools whose call opens a diff.
+var editTools = map[string]bool{"Edit": true, "Write": true, "MultiEdit": true, "NotebookEdit": true}
+
+// Sessions is the feature.
+type Sessions struct {
+	h   host.Host
+	log *slog.Logger
+	now func() time.Time
+	bin func() string // this binary, for the hook commands
+
+	mu    sync.Mutex
+	byID  map[string]*Session
+	seq   int // sessions made
+	terms int // terminal sessions made (their ids: t1, t2 …)
+	// diffOwner: the session each open diff of a terminal CLI is for, by
+	// the diff's tab name.
+	diffOwner map[string]string
+}
+
+// New makes the feature.
+func New(h host.Host) *Sessions {
+	return &Sessions{h: h, log: h.Logger().With("feature", "sessions"), now: time.Now, bin: executable,
+		byID: map[string]*Session{}, diffOwner: map[string]string{}}
+}
+
+// Name names the feature.
+func (s *Sessions) Name() string { return "sessions" }
+
+// Hooks are the feature's Lua handlers.
+func (s *Sessions) Hooks() host.Hooks {
+	return host.Hooks{
+		LuaRequests: map[string]host.LuaRequest{
+			"sessions.list":     host.Request("sessions.list", s.handleList),
+			"sessions.terminal": host.Request("sessions.terminal", s.handleTerminal),
+			"sessions.update":   host.Request("sessions.update", s.handleUpdate),
+		},
+	}
+}
+
+// Methods are the editor tools' socket methods this feature serves (wired
+// by app into edtools).
+func (s *Sessions) Methods() map[string]mcp.MethodHandler {
+	return map[string]mcp.MethodHandler{HookMethod: s.handleHook}
+}
+
+func executable() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return "nvim-claude"
+	}
+	if r, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = r
+	}
+	return exe
+}
+
+// List returns every session in the order they started.
+func (s *Sessions) List() []Session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Session, 0, len(s.byID))
+	for _, x := range s.byID {
+		out = append(out, *x)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].order < out[j].order })
+	return out
+}
+
+func (s *Sessions) handleList(context.Context, struct{}) (any, error) {
+	return s.List(), nil
+}
+
+// terminalParams register the CLI :ClaudeStart is about to launch.
+type terminalParams struct {
+	Name string `json:"name"`
+	Dir  string `json:"dir"`
+}
+
+// TerminalInfo is what Lua needs to launch a terminal session.
+type TerminalInfo struct {
+	ID string `json:"id"`
+	// Settings is the --settings JSON: the hooks that report to this host.
+	Settings string `json:"settings"`
+}
+
+func (s *Sessions) handleTerminal(_ context.Context, p terminalParams) (any, error) {
+	if p.Dir == "" || !filepath.IsAbs(p.Dir) {
+		return nil, fmt.Errorf("sessions.terminal: dir must be an absolute path, got %q", p.Dir)
+	}
+	s.mu.Lock()
+	s.seq++
+	s.terms++
+	id := "t" + strconv.Itoa(s.terms)
+	name := p.Name
+	if name == "" {
+		name = filepath.Base(p.Dir)
+	}
+	s.byID[id] = &Session{ID: id, Name: name, Dir: p.Dir, Mode: ModeTerminal, State: Idle, Since: s.now().Unix(), order: s.seq}
+	s.mu.Unlock()
+	return TerminalInfo{ID: id, Settings: HookSettings(s.bin(), id)}, nil
+}
+
+// HookSettings is the settings layer (--settings JSON) whose hooks call
+// `<bin> hook <event> <id>`. The CLI merges it with the user's settings:
+// the user's own hooks still run (checked against the real CLI). Our hooks
+// are quick and always succeed, so they never hold up the CLI.
+func HookSettings(bin, id string) string {
+	hooks := map[string]any{}
+	for _, ev := range HookEvents {
+		entry := map[string]any{"hooks": []any{map[string]any{
+			"type": "command", "command": shellQuote(bin) + " hook " + ev + " " + id, "timeout": 5,
+		}}}
+		switch ev {
+		case "PreToolUse", "PostToolUse", "PermissionRequest":
+			entry["matcher"] = "*"
+		}
+		hooks[ev] = []any{entry}
+	}
+	b, _ := json.Marshal(map[string]any{"hooks": hooks})
+	return string(b)
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:@+") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// updateParams are what Lua reports of a session.
+type updateParams struct {
+	// ID is the session's; "" for a diff event (the host finds whose).
+	ID string `json:"id"`
+	// Tab names the diff of a diff event.
+	Tab string `json:"tab"`
+	// Event: "pid" (with PID), "exited", "rename" (with Name), "seen"
+	// (the user looked: done → idle), "diff_opened", "diff_closed".
+	Event string `json:"event"`
+	PID   int    `json:"pid"`
+	Name  string `json:"name"`
+}
+
+func (s *Sessions) handleUpdate(_ context.Context, p updateParams) (any, error) {
+	s.mu.Lock()
+	if p.Event == "diff_opened" || p.Event == "diff_closed" {
+		if p.ID = s.diffSessionLocked(p.Event, p.Tab); p.ID == "" {
+			s.mu.Unlock()
+			return nil, nil // no terminal's
+		}
+	}
+	x := s.byID[p.ID]
+	if x == nil {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("no session %q (:ClaudeSessions lists them)", p.ID)
+	}
+	switch p.Event {
+	case "pid":
+		x.PID = p.PID
+		s.mu.Unlock()
+		return nil, nil
+	case "rename":
+		if strings.TrimSpace(p.Name) == "" {
+			s.mu.Unlock()
+			return nil, errors.New("a session's name cannot be empty")
+		}
+		x.Name = p.Name
+		snap := *x
+		s.mu.Unlock()
+		s.emit(snap, snap.State)
+		return nil, nil
+	case "exited":
+		x.diffs, x.prompt = 0, false
+		s.setLocked(x, Exited, "")
+	case "seen":
+		if x.State == Done {
+			s.setLocked(x, Idle, "")
+		} else {
+			s.mu.Unlock()
+			return nil, nil
+		}
+	case "diff_opened":
+		x.diffs++
+		s.setLocked(x, NeedsInput, DiffWaiting+p.Tab)
+	case "diff_closed":
+		if x.diffs > 0 {
+			x.diffs--
+		}
+		if x.diffs == 0 && !x.prompt && x.State == NeedsInput {
+			s.setLocked(x, Working, "")
+		} else {
+			s.mu.Unlock()
+			return nil, nil
+		}
+	default:
+		s.mu.Unlock()
+		return nil, fmt.Errorf("sessions.update: unknown event %q", p.Event)
+	}
+	return nil, nil
+}
+
+// diffSessionLocked is the terminal session a diff is for: the one whose
+// CLI started an edit last (its hooks say so), else the only terminal
+// running. s.mu is held.
+func (s *Sessions) diffSessionLocked(event, tab string) string {
+	if event == "diff_closed" {
+		id := s.diffOwner[tab]
+		delete(s.diffOwner, tab)
+		return id
+	}
+	var best *Session
+	live := 0
+	for _, x := range s.byID {
+		if x.Mode != ModeTerminal || x.State == Exited {
+			continue
+		}
+		live++
+		if !x.edited.IsZero() && (best == nil || x.edited.After(best.edited)) {
+			best = x
+		}
+	}
+	if best == nil {
+		if live != 1 {
+			return ""
+		}
+		for _, x := range s.byID {
+			if x.Mode == ModeTerminal && x.State != Exited {
+				best = x
+			}
+		}
+	}
+	s.diffOwner[tab] = best.ID
+	return best.ID
+}
+
+// setLocked moves x to state (s.mu held; it unlocks it) and tells Lua
+// when the state changed.
+func (s *Sessions) setLocked(x *Session, state, waiting string) {
+	prev := x.State
+	x.Waiting = waiting
+	if prev == state {
+		s.mu.Unlock()
+		return
+	}
+	x.State = state
+	x.Since = s.now().Unix()
+	snap := *x
+	s.mu.Unlock()
+	s.emit(snap, prev)
+}
+
+// emit tells Lua a session's state, with the whole session (Lua must not
+// ask the host back while it handles an event): sessions._on_event("state",
+// {id, state, previous, session}).
+func (s *Sessions) emit(x Session, prev string) {
+	s.h.Emit("sessions.state", map[string]any{"id": x.ID, "state": x.State, "previous": prev, "session": x})
+}
+
+// HookCall is what `nvim-claude hook` sends: the event and a digest of
+// the CLI's hook input.
+type HookCall struct {
+	Session string `json:"session"` // our id, from the hook's command line
+	Event   string `json:"event"`
+	// ClaudeSession is the CLI's session_id.
+	ClaudeSession    string `json:"claude_session,omitempty"`
+	Cwd              string `json:"cwd,omitempty"`
+	Tool             string `json:"tool,omitempty"`
+	Message          string `json:"message,omitempty"`
+	NotificationType string `json:"notification_type,omitempty"`
+}
+
+func (s *Sessions) handleHook(_ context.Context, req *mcp.MethodRequest) (any, error) {
+	if len(req.Params) > MaxHookParams {
+		return nil, &mcp.Error{Code: mcp.CodeInvalidParams, Message: "hook parameters too large"}
+	}
+	var c HookCall
+	if err := json.Unmarshal(req.Params, &c); err != nil {
+		return nil, &mcp.Error{Code: mcp.CodeInvalidParams, Message: "bad hook parameters: " + err.Error()}
+	}
+	if err := s.Hook(c); err != nil {
+		return nil, &mcp.Error{Code: mcp.CodeInvalidParams, Message: err.Error()}
+	}
+	return map[string]any{}, nil
+}
+
+// Hook applies one hook call to its terminal session.
+func (s *Sessions) Hook(c HookCall) error {
+	s.mu.Lock()
+	x := s.byID[c.Session]
+	if x == nil || x.Mode != ModeTerminal {
+		s.mu.Unlock()
+		return fmt.Errorf("no terminal session %q", c.Session)
+	}
+	if x.State == Exited {
+		s.mu.Unlock()
+		return nil
+	}
+	if c.ClaudeSession != "" {
+		x.ClaudeSession = c.ClaudeSession
+	}
+	s.log.Debug("hook", "session", c.Session, "event", c.Event, "tool", c.Tool, "type", c.NotificationType)
+	switch c.Event {
+	case "UserPromptSubmit", "PreToolUse", "PostToolUse":
+		// A tool ran or is about to: whatever prompt there was is answered.
+		x.prompt = false
+		if c.Event == "PreToolUse" && editTools[c.Tool] {
+			x.edited = s.now()
+		}
+		if x.diffs > 0 {
+			s.mu.Unlock()
+			return nil
+		}
+		s.setLocked(x, Working, "")
+	case "PermissionRequest":
+		x.prompt = true
+		s.setLocked(x, NeedsInput, x.waitingFor(c.Tool))
+	case "Notification":
+		// idle_prompt ("Claude is waiting for your input") comes long
+		// after Stop: the session is done already.
+		if c.NotificationType == "idle_prompt" {
+			s.mu.Unlock()
+			return nil
+		}
+		x.prompt = true
+		s.setLocked(x, NeedsInput, x.waitingFor(c.Message))
+	case "Stop":
+		x.prompt, x.diffs = false, 0
+		s.setLocked(x, Done, "")
+	default:
+		s.mu.Unlock()
+		return fmt.Errorf("unknown hook event %q", c.Event)
+	}
+	return nil
+}
+
+// ChatEvent hears a chat's events (chat id, its cwd, the event) as the
+// chat panel sends them to Lua; the chat's session id is "c" + its id
+// (chatpanel.SessionWatch): "status" (state, cost_usd, session_id),
+// "permission" (tool, summary), "permission_done". It must not block.
+func (s *Sessions) ChatEvent(id, cwd, name string, data map[string]any) {
+	switch name {
+	case "status", "permission", "permission_done":
+	default:
+		return
+	}
+	sid := "c" + id
+	s.mu.Lock()
+	x := s.byID[sid]
+	if x == nil {
+		x = &Session{ID: sid, Name: "chat " + id + " · " + filepath.Base(cwd), Dir: cwd,
+			Mode: ModeChat, State: Idle, Since: s.now().Unix()}
+		s.seq++
+		x.order = s.seq
+		s.byID[sid] = x
+	}
+	switch name {
+	case "status":
+		if v, ok := data["cost_usd"].(float64); ok {
+			x.CostUSD = v
+		}
+		if v, ok := data["session_id"].(string); ok && v != "" {
+			x.ClaudeSession = v
+		}
+		st, _ := data["state"].(string)
+		switch st {
+		case "running":
+			if x.State == NeedsInput {
+				s.mu.Unlock()
+				return
+			}
+			s.setLocked(x, Working, "")
+		case "idle":
+			if x.State == Working || x.State == NeedsInput {
+				x.prompt = false
+				s.setLocked(x, Done, "")
+				return
+			}
+			s.mu.Unlock()
+		case "exited", "failed":
+			s.setLocked(x, Exited, "")
+		default:
+			s.mu.Unlock()
+		}
+	case "permission":
+		tool, _ := data["tool"].(string)
+		if sum, _ := data["summary"].(string); sum != "" {
+			tool += ": " + sum
+		}
+		x.prompt = true
+		s.setLocked(x, NeedsInput, tool)
+	case "permission_done":
+		x.prompt = false
+		if x.State != NeedsInput {
+			s.mu.Unlock()
+			return
+		}
+		s.setLocked(x, Working, "")
+	}
+}

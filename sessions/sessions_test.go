@@ -1,0 +1,259 @@
+package sessions
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nvim-claude/nvim-claude/mcp"
+	"github.com/nvim-claude/nvim-claude/workspace"
+)
+
+// fakeHost records the events the feature emits.
+type fakeHost struct {
+	mu     sync.Mutex
+	events []map[string]any
+}
+
+func (h *fakeHost) Logger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+func (h *fakeHost) Emit(event string, data any) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if event == "sessions.state" {
+		d := data.(map[string]any)
+		if x := d["session"].(Session); x.ID != d["id"] || x.State != d["state"] {
+			panic("the event's session is not the one that changed")
+		}
+		h.events = append(h.events, d)
+	}
+}
+func (h *fakeHost) Broadcast(string, any) int        { return 0 }
+func (h *fakeHost) Notify(string, string, any) error { return nil }
+func (h *fakeHost) Clients() []mcp.ClientInfo        { return nil }
+func (h *fakeHost) Running() bool                    { return true }
+func (h *fakeHost) EditorPID() int                   { return 1 }
+func (h *fakeHost) Workspace() *workspace.Workspace  { return workspace.New() }
+func (h *fakeHost) transitions() (out []string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, e := range h.events {
+		out = append(out, e["id"].(string)+":"+e["previous"].(string)+">"+e["state"].(string))
+	}
+	return out
+}
+
+func newTerminal(t *testing.T, s *Sessions) string {
+	t.Helper()
+	res, err := s.Hooks().LuaRequests["sessions.terminal"](context.Background(), json.RawMessage(`{"dir":"/proj/a"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := res.(TerminalInfo)
+	if !strings.Contains(info.Settings, `hook Stop `+info.ID) {
+		t.Fatalf("settings without the Stop hook: %s", info.Settings)
+	}
+	return info.ID
+}
+
+// TestTerminalStates: the hooks and the diffs move a terminal session
+// through its states; every change is emitted once, with the previous one.
+func TestTerminalStates(t *testing.T) {
+	steps := []struct {
+		hook, update string // one of the two
+		tool, typ    string
+		want         string
+		waiting      string // when set, what it waits for
+	}{
+		{hook: "UserPromptSubmit", want: Working},
+		{hook: "PreToolUse", tool: "Bash", want: Working},
+		{hook: "PermissionRequest", tool: "Bash", want: NeedsInput},
+		{hook: "Notification", typ: "permission_prompt", want: NeedsInput},
+		{hook: "PostToolUse", tool: "Bash", want: Working},
+		{update: "diff_opened", want: NeedsInput, waiting: "diff: "},
+		{hook: "PermissionRequest", tool: "Edit", want: NeedsInput, waiting: "diff: "}, // the diff says it better
+		{hook: "PreToolUse", tool: "Read", want: NeedsInput, waiting: "diff: "},        // the diff still waits
+		{update: "diff_closed", want: Working},
+		{hook: "Stop", want: Done},
+		{hook: "Notification", typ: "idle_prompt", want: Done},
+		{update: "seen", want: Idle},
+		{update: "exited", want: Exited},
+		{hook: "UserPromptSubmit", want: Exited}, // a late hook changes nothing
+	}
+	h := &fakeHost{}
+	s := New(h)
+	id := newTerminal(t, s)
+	for i, st := range steps {
+		if st.hook != "" {
+			if err := s.Hook(HookCall{Session: id, Event: st.hook, Tool: st.tool, NotificationType: st.typ}); err != nil {
+				t.Fatalf("step %d: %v", i, err)
+			}
+		} else {
+			raw, _ := json.Marshal(map[string]any{"id": id, "event": st.update})
+			if _, err := s.Hooks().LuaRequests["sessions.update"](context.Background(), raw); err != nil {
+				t.Fatalf("step %d: %v", i, err)
+			}
+		}
+		if got := s.List()[0]; got.State != st.want || (st.waiting != "" && got.Waiting != st.waiting) {
+			t.Fatalf("step %d (%s%s): state %q waiting %q, want %q %q", i, st.hook, st.update, got.State, got.Waiting, st.want, st.waiting)
+		}
+	}
+	want := "t1:idle>working t1:working>needs input t1:needs input>working t1:working>needs input t1:needs input>working t1:working>done t1:done>idle t1:idle>exited"
+	if got := strings.Join(h.transitions(), " "); got != want {
+		t.Fatalf("emitted\n %s\nwant\n %s", got, want)
+	}
+}
+
+// TestChatStates: a chat's stream drives its session.
+func TestChatStates(t *testing.T) {
+	h := &fakeHost{}
+	s := New(h)
+	for _, ev := range []struct {
+		name string
+		data map[string]any
+	}{
+		{"status", map[string]any{"state": "starting"}},
+		{"status", map[string]any{"state": "idle", "session_id": "abc"}},
+		{"status", map[string]any{"state": "running"}},
+		{"permission", map[string]any{"tool": "Bash", "summary": "make"}},
+		{"status", map[string]any{"state": "running"}}, // still waiting
+		{"permission_done", map[string]any{}},
+		{"status", map[string]any{"state": "idle", "cost_usd": 0.25}},
+		{"text", map[string]any{}}, // not a state event
+		{"status", map[string]any{"state": "exited"}},
+	} {
+		s.ChatEvent("3", "/proj/b", ev.name, ev.data)
+	}
+	got := s.List()
+	if len(got) != 1 || got[0].ID != "c3" || got[0].Mode != ModeChat || got[0].CostUSD != 0.25 || got[0].ClaudeSession != "abc" || got[0].Dir != "/proj/b" {
+		t.Fatalf("sessions: %+v", got)
+	}
+	want := "c3:idle>working c3:working>needs input c3:needs input>working c3:working>done c3:done>exited"
+	if tr := strings.Join(h.transitions(), " "); tr != want {
+		t.Fatalf("emitted\n %s\nwant\n %s", tr, want)
+	}
+}
+
+// TestUpdateErrors: bad requests from Lua get errors a person can act on.
+func TestUpdateErrors(t *testing.T) {
+	s := New(&fakeHost{})
+	id := newTerminal(t, s)
+	for _, tt := range []struct{ params, want string }{
+		{`{"id":"t9","event":"seen"}`, `no session "t9"`},
+		{`{"id":"` + id + `","event":"fly"}`, `unknown event "fly"`},
+		{`{"id":"` + id + `","event":"rename","name":"  "}`, "cannot be empty"},
+	} {
+		_, err := s.Hooks().LuaRequests["sessions.update"](context.Background(), json.RawMessage(tt.params))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: err %v, want %q", tt.params, err, tt.want)
+		}
+	}
+	if _, err := s.Hooks().LuaRequests["sessions.terminal"](context.Background(), json.RawMessage(`{"dir":"rel"}`)); err == nil {
+		t.Error("a relative dir was taken")
+	}
+}
+
+// TestHookSocket: the hook method on a token-checked stream server (as
+// edtools serves it). Hostile callers — no token, a wrong one, oversized
+// parameters, an unknown session — change nothing.
+func TestHookSocket(t *testing.T) {
+	h := &fakeHost{}
+	s := New(h)
+	id := newTerminal(t, s)
+	srv := mcp.NewStreamServer(mcp.StreamConfig{Token: "s3cret"})
+	for name, m := range s.Methods() {
+		srv.HandleMethod(name, m)
+	}
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	defer func() { cancel(); <-done }()
+
+	call := func(hello, params string) string {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		_, _ = c.Write([]byte(hello + "\n" + `{"jsonrpc":"2.0","id":1,"method":"` + HookMethod + `","params":` + params + "}\n"))
+		line, _ := bufio.NewReader(c).ReadString('\n')
+		return line
+	}
+	good := `{"session":"` + id + `","event":"PermissionRequest","tool":"Bash"}`
+	big := `{"session":"` + id + `","event":"PermissionRequest","message":"` + strings.Repeat("x", MaxHookParams) + `"}`
+	for _, tt := range []struct{ name, hello, params, want string }{
+		{"no token", `{}`, good, ""},
+		{"wrong token", `{"token":"guess"}`, good, ""},
+		{"not JSON", `{"token":"s3cret"}`, `[1`, ""},
+		{"oversized", `{"token":"s3cret"}`, big, "too large"},
+		{"unknown session", `{"token":"s3cret"}`, `{"session":"t99","event":"Stop"}`, "no terminal session"},
+		{"unknown event", `{"token":"s3cret"}`, `{"session":"` + id + `","event":"Boom"}`, "unknown hook event"},
+	} {
+		if got := call(tt.hello, tt.params); !strings.Contains(got, tt.want) || (tt.want != "" && !strings.Contains(got, `"error"`)) {
+			t.Errorf("%s: answer %q, want an error with %q", tt.name, got, tt.want)
+		}
+		if st := s.List()[0].State; st != Idle {
+			t.Fatalf("%s: the state moved to %q", tt.name, st)
+		}
+	}
+	if got := call(`{"token":"s3cret"}`, good); !strings.Contains(got, `"result"`) {
+		t.Fatalf("good call: %q", got)
+	}
+	if x := s.List()[0]; x.State != NeedsInput || x.Waiting != "Bash" {
+		t.Fatalf("after the good call: %+v", x)
+	}
+}
+
+// TestDiffOwner: with two terminals a diff belongs to the one whose CLI
+// started an edit last; without hooks to tell, to none of them.
+func TestDiffOwner(t *testing.T) {
+	s := New(&fakeHost{})
+	t1, t2 := newTerminal(t, s), newTerminal(t, s)
+	upd := func(ev, tab string) {
+		raw, _ := json.Marshal(map[string]any{"id": "", "event": ev, "tab": tab})
+		if _, err := s.Hooks().LuaRequests["sessions.update"](context.Background(), raw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	states := func() string {
+		var out []string
+		for _, x := range s.List() {
+			out = append(out, x.ID+":"+x.State)
+		}
+		return strings.Join(out, " ")
+	}
+	upd("diff_opened", "A")
+	if got := states(); got != "t1:idle t2:idle" {
+		t.Fatalf("a diff nobody claims: %s", got)
+	}
+	for _, c := range []HookCall{
+		{Session: t2, Event: "PreToolUse", Tool: "Edit"},
+		{Session: t1, Event: "PreToolUse", Tool: "Write"},
+		{Session: t2, Event: "PreToolUse", Tool: "Bash"},
+	} {
+		if err := s.Hook(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	upd("diff_opened", "B")
+	if got := states(); got != "t1:needs input t2:working" {
+		t.Fatalf("after t1's Write opened a diff: %s", got)
+	}
+	upd("diff_closed", "B")
+	if got := states(); got != "t1:working t2:working" {
+		t.Fatalf("after the diff closed: %s", got)
+	}
+}
