@@ -18,11 +18,12 @@ import (
 )
 
 // Issue 20 with the real CLI: :ClaudeStart layers our hooks (--settings)
-// over the user's settings, whose own hook still runs. Two terminals run; a
-// scripted Bash call in the first asks permission while both are hidden:
-// that session alone shows `needs input` (one notification), :ClaudeAnswer
-// brings its terminal to the prompt, and once allowed the state goes
-// working → done. Forged hook calls (a wrong token, oversized input) change
+// over the user's settings, whose own hook still runs. Two terminals and a
+// chat (Neovim 0.8+) run; a scripted Bash call in the first terminal asks
+// permission while all are hidden: that session alone shows `needs input`
+// (one notification), :ClaudeAnswer brings its terminal to the prompt, the
+// user allows and looks away, and the state goes working → done, notified
+// once. Forged hook calls (a wrong token, oversized input) change
 // nothing. Last, :ClaudeChat --resume continues the terminal's conversation
 // in a chat, after stopping that terminal.
 func TestCLISessionStates(t *testing.T) {
@@ -45,6 +46,15 @@ func TestCLISessionStates(t *testing.T) {
 	}
 	killOnCleanup(t, second.PID)
 	s.WaitFor(t, 60*time.Second, `#require("claude").status().clients == 2`, `return require("claude").status()`, "both CLIs to connect")
+	// And a chat beside them (Neovim 0.8+): it stays idle throughout.
+	var hasData bool
+	s.Eval(t, `return vim.fn.has("nvim-0.8") == 1`, &hasData)
+	want := 2
+	if hasData {
+		want = 3
+		s.Exec(t, `vim.cmd("ClaudeChat") vim.cmd("wincmd p")`)
+		s.WaitFor(t, 60*time.Second, `#require("claude").sessions() == 3`, `return { sessions = require("claude").sessions(), notes = _G.notes }`, "the chat's session")
+	}
 	// Record the state events, and look elsewhere: another tab page
 	// (the terminal keeps a window, which Neovim 0.7 needs to render it).
 	s.Exec(t, `_G.states = {}
@@ -75,7 +85,8 @@ func TestCLISessionStates(t *testing.T) {
 	}
 	var dash []struct{ ID, State, Mode string }
 	s.Eval(t, `return require("claude").sessions()`, &dash)
-	if len(dash) != 2 || dash[0].ID != "t1" || dash[0].State != "needs input" || dash[1].ID != "t2" || dash[1].State != "idle" {
+	if len(dash) != want || dash[0].ID != "t1" || dash[0].State != "needs input" || dash[1].ID != "t2" || dash[1].State != "idle" ||
+		(hasData && (dash[2].ID != "c1" || dash[2].Mode != "chat" || dash[2].State == "needs input")) {
 		t.Fatalf("the dashboard: %+v", dash)
 	}
 	var line string
@@ -119,45 +130,53 @@ func TestCLISessionStates(t *testing.T) {
 		t.Fatalf(":ClaudeAnswer did not focus the first terminal (buffer %d, current %d)", s.st.Terminal.Bufnr, cur)
 	}
 	s.waitScreen(t, 30*time.Second, "Do you want to proceed?")
+	// The user answers and looks elsewhere (a new tab page) while the
+	// turn runs: its end is notified.
+	s.Exec(t, `vim.cmd("tabnew")`)
+	var shown bool
+	s.Eval(t, `for _, w in ipairs(vim.api.nvim_tabpage_list_wins(0)) do if vim.api.nvim_win_get_buf(w) == ... then return true end end return false`, &shown, s.st.Terminal.Bufnr)
+	if shown {
+		t.Fatal("the first terminal is still on the current tab page")
+	}
 	s.typeKeys(t, "1")
 	s.waitScreen(t, 30*time.Second, "All done.")
-	s.WaitFor(t, 30*time.Second, `(function() for _, x in ipairs(_G.states) do if x == "done" or x == "idle" then return true end end end)()`,
+	s.WaitFor(t, 30*time.Second, `(function() for _, x in ipairs(_G.states) do if x == "done" then return true end end end)()`,
 		`return _G.states`, "working → done")
 	var states []string
 	s.Eval(t, `return _G.states`, &states)
 	got := strings.Join(states, ",")
-	var hasData bool
-	s.Eval(t, `return vim.fn.has("nvim-0.8") == 1`, &hasData)
-	// With 0.7's data-less events the list is read a moment later (done
-	// may be idle already: the terminal is on screen): only the order of
-	// what was seen can be checked.
+	// With 0.7's data-less events the list is read a moment later: only
+	// the order of what was seen can be checked.
 	if (hasData && !strings.HasPrefix(got, "working,needs input,working,done")) ||
-		(!hasData && !regexp.MustCompile(`needs input,.*(done|idle)`).MatchString(got)) {
+		(!hasData && !regexp.MustCompile(`needs input,.*done`).MatchString(got)) {
 		t.Fatalf("state events: %s", got)
 	}
-	n := 0
+	s.Eval(t, `return require("claude").sessions()`, &dash)
+	if len(dash) != want || dash[0].State != "done" || dash[1].State != "idle" || (hasData && dash[2].State == "needs input") {
+		t.Fatalf("the dashboard after the turn: %+v", dash)
+	}
+	// One notice each: the question, and the end of the hidden turn; the
+	// desktop notifier ran for both.
+	needs, done := 0, 0
 	for _, nt := range s.notes(t) {
-		if strings.Contains(nt.Msg, "needs you") {
-			n++
-		}
+		needs += strings.Count(nt.Msg, "needs you")
+		done += strings.Count(nt.Msg, "is done")
 	}
-	if n != 1 {
-		t.Fatalf("%d 'needs you' notifications, want 1: %+v", n, s.notes(t))
+	if needs != 1 || done != 1 {
+		t.Fatalf("%d 'needs you' and %d 'is done' notifications, want 1 each: %+v", needs, done, s.notes(t))
 	}
-	// The desktop notifier ran for it too (the terminal was on screen when
-	// the turn ended: no "done" notice).
-	waitFile(t, notified, true)
+	s.WaitFor(t, 30*time.Second, fmt.Sprintf(`(function() local f = io.open(%q) if not f then return false end
+		local n = select(2, f:read("*a"):gsub("\n", "")) f:close() return n >= 2 end)()`, notified),
+		`return _G.notes`, "the notifier to run twice")
 	b, err := os.ReadFile(notified)
-	if err != nil || strings.Count(string(b), "\n") != 1 || !strings.Contains(string(b), "Claude (") || !strings.Contains(string(b), "needs you") {
+	if err != nil || strings.Count(string(b), "\n") != 2 || strings.Count(string(b), "needs you") != 1 || strings.Count(string(b), "is done") != 1 {
 		t.Fatalf("the notifier's log: %q (%v)", b, err)
 	}
 
 	// The terminal's conversation continues in a chat (Neovim 0.8+):
 	// :ClaudeChat --resume stops the terminal's CLI first, and the chat's
 	// first request carries the terminal's messages.
-	var chatOK bool
-	s.Eval(t, `return vim.fn.has("nvim-0.8") == 1`, &chatOK)
-	if !chatOK {
+	if !hasData {
 		return
 	}
 	var sid string
@@ -179,7 +198,7 @@ func TestCLISessionStates(t *testing.T) {
 	}
 	var states2 []struct{ ID, State string }
 	s.Eval(t, `return require("claude").sessions()`, &states2)
-	if len(states2) != 3 || states2[0].ID != "t1" || states2[0].State != "exited" || states2[1].ID != "t2" || states2[1].State != "idle" || states2[2].ID != "c1" {
+	if len(states2) != 4 || states2[0].ID != "t1" || states2[0].State != "exited" || states2[1].ID != "t2" || states2[1].State != "idle" || states2[2].ID != "c1" || states2[3].ID != "c2" {
 		t.Fatalf("after the handover: %+v", states2)
 	}
 
