@@ -171,13 +171,20 @@ func (s *Sessions) handleList(context.Context, struct{}) (any, error) {
 type terminalParams struct {
 	Name string `json:"name"`
 	Dir  string `json:"dir"`
+	// UserSettings is the value of a --settings the user already gives
+	// the CLI (a file, relative to Dir, or JSON): the CLI keeps only the
+	// last --settings, so ours must carry the user's.
+	UserSettings string `json:"user_settings"`
 }
 
 // TerminalInfo is what Lua needs to launch a terminal session.
 type TerminalInfo struct {
 	ID string `json:"id"`
-	// Settings is the --settings JSON: the hooks that report to this host.
+	// Settings is the --settings JSON: the hooks that report to this host
+	// (over the user's own --settings, when given); "" when the user's
+	// could not be read (Warning says why: then the CLI runs without ours).
 	Settings string `json:"settings"`
+	Warning  string `json:"warning,omitempty"`
 }
 
 func (s *Sessions) handleTerminal(_ context.Context, p terminalParams) (any, error) {
@@ -194,7 +201,71 @@ func (s *Sessions) handleTerminal(_ context.Context, p terminalParams) (any, err
 	}
 	s.byID[id] = &Session{ID: id, Name: name, Dir: p.Dir, Mode: ModeTerminal, State: Idle, Since: s.now().Unix(), order: s.seq}
 	s.mu.Unlock()
-	return TerminalInfo{ID: id, Settings: HookSettings(s.bin(), id)}, nil
+	info := TerminalInfo{ID: id, Settings: HookSettings(s.bin(), id)}
+	if p.UserSettings != "" {
+		merged, err := LayerSettings(p.UserSettings, p.Dir, s.bin(), id)
+		if err != nil {
+			info.Settings = ""
+			info.Warning = "the session's state comes from its diffs only: " + err.Error()
+		} else {
+			info.Settings = merged
+		}
+	}
+	return info, nil
+}
+
+// LayerSettings is HookSettings over the user's own --settings value
+// (JSON, or a file relative to dir): the CLI keeps only the last
+// --settings it is given, so the layer we add must hold the user's
+// settings, with our hooks after the user's for each event.
+func LayerSettings(user, dir, bin, id string) (string, error) {
+	raw := []byte(user)
+	if t := strings.TrimSpace(user); !strings.HasPrefix(t, "{") {
+		path := user
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(dir, path)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return "", fmt.Errorf("cannot read your --settings: %w", err)
+		}
+		raw = b
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil || doc == nil {
+		return "", fmt.Errorf("your --settings %q is not a JSON object", clip(user, 80))
+	}
+	var ours struct {
+		Hooks map[string][]any `json:"hooks"`
+	}
+	_ = json.Unmarshal([]byte(HookSettings(bin, id)), &ours)
+	hooks, ok := doc["hooks"].(map[string]any)
+	if doc["hooks"] != nil && !ok {
+		return "", errors.New(`the "hooks" of your --settings is not an object`)
+	}
+	if hooks == nil {
+		hooks = map[string]any{}
+	}
+	for ev, entries := range ours.Hooks {
+		have, ok := hooks[ev].([]any)
+		if hooks[ev] != nil && !ok {
+			return "", fmt.Errorf("the %q hooks of your --settings are not a list", ev)
+		}
+		hooks[ev] = append(have, entries...)
+	}
+	doc["hooks"] = hooks
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return "", fmt.Errorf("layering your --settings: %w", err)
+	}
+	return string(b), nil
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
 }
 
 // HookSettings is the settings layer (--settings JSON) whose hooks call

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -256,4 +257,60 @@ func TestDiffOwner(t *testing.T) {
 	if got := states(); got != "t1:working t2:working" {
 		t.Fatalf("after the diff closed: %s", got)
 	}
+}
+
+// The CLI keeps only the last --settings: the layer we add over a user's
+// own --settings holds it, our hooks after the user's; a --settings we
+// cannot read leaves the CLI with the user's alone (and says why).
+func TestLayerSettings(t *testing.T) {
+	dir := t.TempDir()
+	user := `{"model":"opus","hooks":{"Stop":[{"hooks":[{"type":"command","command":"mine"}]}]}}`
+	if err := os.WriteFile(filepath.Join(dir, "s.json"), []byte(user), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, user, err string
+	}{
+		{"inline JSON", user, ""},
+		{"relative file", "s.json", ""},
+		{"absolute file", filepath.Join(dir, "s.json"), ""},
+		{"missing file", "nope.json", "cannot read your --settings"},
+		{"not JSON", `{oops`, "not a JSON object"},
+		{"bad hooks", `{"hooks":[1]}`, "not an object"},
+		{"bad event", `{"hooks":{"Stop":{}}}`, "not a list"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New(&fakeHost{})
+			s.bin = func() string { return "/bin/nc" }
+			res, err := s.Hooks().LuaRequests["sessions.terminal"](context.Background(),
+				json.RawMessage(`{"dir":`+jsonString(dir)+`,"user_settings":`+jsonString(tc.user)+`}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			info := res.(TerminalInfo)
+			if tc.err != "" {
+				if info.Settings != "" || !strings.Contains(info.Warning, tc.err) {
+					t.Fatalf("got %+v, want no settings and a warning with %q", info, tc.err)
+				}
+				return
+			}
+			var got struct {
+				Model string                                                  `json:"model"`
+				Hooks map[string][]struct{ Hooks []struct{ Command string } } `json:"hooks"`
+			}
+			if err := json.Unmarshal([]byte(info.Settings), &got); err != nil || info.Warning != "" {
+				t.Fatalf("settings %s: %v %s", info.Settings, err, info.Warning)
+			}
+			stop := got.Hooks["Stop"]
+			if got.Model != "opus" || len(stop) != 2 || stop[0].Hooks[0].Command != "mine" ||
+				stop[1].Hooks[0].Command != "/bin/nc hook Stop "+info.ID || len(got.Hooks) != len(HookEvents) {
+				t.Fatalf("layered settings: %s", info.Settings)
+			}
+		})
+	}
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nvim-claude/nvim-claude/internal/clienv"
 	"github.com/nvim-claude/nvim-claude/internal/fakeapi"
 )
 
@@ -31,9 +32,20 @@ func TestCLISessionStates(t *testing.T) {
 	user, _ := json.Marshal(map[string]any{"hooks": map[string]any{"UserPromptSubmit": []any{
 		map[string]any{"hooks": []any{map[string]any{"type": "command", "command": "touch " + marker}}},
 	}}})
+	// And a --settings of the user's in terminal_cmd: the CLI keeps only
+	// the last --settings, so ours must carry its hook.
+	marker2 := filepath.Join(t.TempDir(), "user-flag-hook-ran")
+	flag, _ := json.Marshal(map[string]any{"hooks": map[string]any{"UserPromptSubmit": []any{
+		map[string]any{"hooks": []any{map[string]any{"type": "command", "command": "touch " + marker2}}},
+	}}})
+	flagFile := filepath.Join(t.TempDir(), "my-settings.json")
+	if err := os.WriteFile(flagFile, flag, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	notified := filepath.Join(t.TempDir(), "notifier.log")
 	s := startSession(t, sessionOpts{userSettings: string(user),
-		extra: fmt.Sprintf(`, sessions = { notifier = { "sh", "-c", 'echo "$0" >> %s' } }`, notified)})
+		extra: fmt.Sprintf(`, terminal_cmd = { %q, "--permission-mode", "default", "--settings", %q }, sessions = { notifier = { "sh", "-c", 'echo "$0" >> %s' } }`,
+			clienv.Binary(t), flagFile, notified)})
 	// A second terminal: its session stays idle throughout.
 	s.Exec(t, `vim.cmd("ClaudeStartNew")`)
 	var second struct {
@@ -80,8 +92,10 @@ func TestCLISessionStates(t *testing.T) {
 	s.WaitFor(t, 60*time.Second, `(function() local x = require("claude").sessions()[1] return x and x.state == "needs input" end)()`,
 		`return { sessions = require("claude").sessions(), states = _G.states, screen = vim.api.nvim_buf_get_lines(require("claude").status().terminal.bufnr, 0, -1, false) }`,
 		"the session to need input")
-	if _, err := os.Stat(marker); err != nil {
-		t.Fatalf("the user's own UserPromptSubmit hook did not run: %v", err)
+	for _, m := range []string{marker, marker2} {
+		if _, err := os.Stat(m); err != nil {
+			t.Fatalf("the user's own UserPromptSubmit hook did not run: %v", err)
+		}
 	}
 	var dash []struct{ ID, State, Mode string }
 	s.Eval(t, `return require("claude").sessions()`, &dash)

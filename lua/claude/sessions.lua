@@ -95,12 +95,26 @@ function M.terminal_args(args, tools)
       M.release(args[i + 1])
     end
   end
-  local res = request("sessions.terminal", { dir = vim.fn.getcwd(-1, -1) })
+  -- the CLI keeps only the last --settings: ours carries the user's
+  local user
+  local full = require("claude.terminal").cmd(args)
+  for i = 2, #full do
+    if full[i] == "--settings" and full[i + 1] then
+      user = full[i + 1]
+    elseif full[i]:find("^%-%-settings=") then
+      user = full[i]:sub(#"--settings=" + 1)
+    end
+  end
+  local want = opts().hooks and tools and tools.socket
+  local res = request("sessions.terminal", { dir = vim.fn.getcwd(-1, -1), user_settings = want and user or nil })
   if type(res) ~= "table" or not res.id then
     return args
   end
   pending_id = res.id
-  if opts().hooks and tools and tools.socket and res.settings then
+  if want and res.warning then
+    util.notify("nvim-claude: " .. res.warning, vim.log.levels.WARN)
+  end
+  if want and res.settings and res.settings ~= "" then
     args = vim.deepcopy(args or {})
     table.insert(args, "--settings")
     table.insert(args, res.settings)
