@@ -59,7 +59,8 @@ const HookMethod = "nvim-claude/hook"
 const MaxHookParams = 16 << 10
 
 // HookEvents are the CLI hook events HookSettings registers.
-var HookEvents = []string{"UserPromptSubmit", "PreToolUse", "PostToolUse", "PermissionRequest", "Notification", "Stop"}
+// StopFailure ends a turn that an API error stops (Stop does not fire then).
+var HookEvents = []string{"UserPromptSubmit", "PreToolUse", "PostToolUse", "PermissionRequest", "Notification", "Stop", "StopFailure"}
 
 // Session is one session as Lua lists it.
 type Session struct {
@@ -490,7 +491,7 @@ func (s *Sessions) Hook(c HookCall) error {
 		}
 		x.prompt = true
 		s.setLocked(x, NeedsInput, x.waitingFor(c.Message))
-	case "Stop":
+	case "Stop", "StopFailure":
 		x.prompt, x.diffs = false, 0
 		s.setLocked(x, Done, "")
 	default:

@@ -58,7 +58,7 @@ func newTerminal(t *testing.T, s *Sessions) string {
 		t.Fatal(err)
 	}
 	info := res.(TerminalInfo)
-	if !strings.Contains(info.Settings, `hook Stop `+info.ID) {
+	if !strings.Contains(info.Settings, `hook Stop `+info.ID) || !strings.Contains(info.Settings, `hook StopFailure `+info.ID) {
 		t.Fatalf("settings without the Stop hook: %s", info.Settings)
 	}
 	return info.ID
@@ -85,6 +85,10 @@ func TestTerminalStates(t *testing.T) {
 		{hook: "Stop", want: Done},
 		{hook: "Notification", typ: "idle_prompt", want: Done},
 		{update: "seen", want: Idle},
+		// a turn that an API error ends fires StopFailure, not Stop
+		{hook: "UserPromptSubmit", want: Working},
+		{hook: "StopFailure", want: Done},
+		{update: "seen", want: Idle},
 		{update: "exited", want: Exited},
 		{hook: "UserPromptSubmit", want: Exited}, // a late hook changes nothing
 	}
@@ -106,7 +110,7 @@ func TestTerminalStates(t *testing.T) {
 			t.Fatalf("step %d (%s%s): state %q waiting %q, want %q %q", i, st.hook, st.update, got.State, got.Waiting, st.want, st.waiting)
 		}
 	}
-	want := "t1:idle>working t1:working>needs input t1:needs input>working t1:working>needs input t1:needs input>working t1:working>done t1:done>idle t1:idle>exited"
+	want := "t1:idle>working t1:working>needs input t1:needs input>working t1:working>needs input t1:needs input>working t1:working>done t1:done>idle t1:idle>working t1:working>done t1:done>idle t1:idle>exited"
 	if got := strings.Join(h.transitions(), " "); got != want {
 		t.Fatalf("emitted\n %s\nwant\n %s", got, want)
 	}
