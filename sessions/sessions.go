@@ -96,6 +96,11 @@ func (x *Session) waitingFor(prompt string) string {
 	return prompt
 }
 
+// askNotifications are the CLI's notification types that wait for the
+// user ("": a CLI that does not tell the type).
+var askNotifications = map[string]bool{"": true, "permission_prompt": true, "worker_permission_prompt": true,
+	"elicitation_dialog": true, "elicitation_url_dialog": true, "agent_needs_input": true}
+
 // editTools are the tools whose call opens a diff.
 var editTools = map[string]bool{"Edit": true, "Write": true, "MultiEdit": true, "NotebookEdit": true}
 
@@ -483,9 +488,10 @@ func (s *Sessions) Hook(c HookCall) error {
 		x.prompt = true
 		s.setLocked(x, NeedsInput, x.waitingFor(c.Tool))
 	case "Notification":
-		// idle_prompt ("Claude is waiting for your input") comes long
-		// after Stop: the session is done already.
-		if c.NotificationType == "idle_prompt" {
+		// Only a question waits for the user: idle_prompt ("Claude is
+		// waiting for your input") comes long after Stop, and others
+		// (auth_success, agent_completed, push_notification …) just inform.
+		if !askNotifications[c.NotificationType] {
 			s.mu.Unlock()
 			return nil
 		}

@@ -78,6 +78,9 @@ func TestTerminalStates(t *testing.T) {
 		{hook: "PermissionRequest", tool: "Bash", want: NeedsInput},
 		{hook: "Notification", typ: "permission_prompt", want: NeedsInput},
 		{hook: "PostToolUse", tool: "Bash", want: Working},
+		// news that wait for no one
+		{hook: "Notification", typ: "auth_success", want: Working},
+		{hook: "Notification", typ: "agent_completed", want: Working},
 		{update: "diff_opened", want: NeedsInput, waiting: "diff: "},
 		{hook: "PermissionRequest", tool: "Edit", want: NeedsInput, waiting: "diff: "}, // the diff says it better
 		{hook: "PreToolUse", tool: "Read", want: NeedsInput, waiting: "diff: "},        // the diff still waits
