@@ -5,7 +5,9 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -67,4 +69,57 @@ func TestSessionsTerminals(t *testing.T) {
 	// :ClaudeStop stops every terminal.
 	e.Exec(t, `vim.cmd("ClaudeStop")`)
 	waitGone(t, first.PID, "the first terminal's CLI")
+}
+
+// A turn that ends while Neovim has lost the desktop's focus is notified
+// (vim.notify and the notifier) even with its terminal on screen, and
+// stays `done` until the user is back: then it is seen. The CLI is a
+// stand-in; its hooks are the real entry point, called as the CLI would.
+func TestSessionsDoneWhileAway(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "fake-claude")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho READY\nexec sleep 600\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	notified := filepath.Join(t.TempDir(), "notifier.log")
+	e := startEditor(t, editorOpts{extra: fmt.Sprintf(`, terminal_cmd = { %q }, sessions = { notifier = { "sh", "-c", 'echo "$0" >> %s' } }`, script, notified)})
+	e.Exec(t, captureNotify)
+	e.Exec(t, `vim.cmd("ClaudeStart")`)
+	term := e.status(t).Terminal
+	if term == nil {
+		t.Fatalf(":ClaudeStart: notes %+v", e.notes(t))
+	}
+	killOnCleanup(t, term.PID)
+	killOnCleanup(t, e.hostPID(t))
+	var sock string
+	e.Eval(t, `return require("claude.terminal").editor_tools().socket`, &sock)
+	hook := func(event string) {
+		t.Helper()
+		cmd := exec.Command(hostBin, "hook", event, "t1")
+		cmd.Env = []string{"NVIM_CLAUDE_MCP_SOCKET=" + sock}
+		cmd.Stdin = strings.NewReader(`{"session_id":"abc"}`)
+		if out, err := cmd.CombinedOutput(); err != nil || len(out) > 0 {
+			t.Fatalf("hook %s: %v %s", event, err, out)
+		}
+	}
+	state := func(want, what string) {
+		t.Helper()
+		e.WaitFor(t, 10*time.Second, fmt.Sprintf(`require("claude").sessions()[1].state == %q`, want),
+			`return { sessions = require("claude").sessions(), notes = _G.notes }`, what)
+	}
+	// The terminal is on screen, and the current window.
+	e.Exec(t, `vim.api.nvim_set_current_win(vim.fn.bufwinid(...))`, term.Bufnr)
+	hook("UserPromptSubmit")
+	state("working", "the turn to start")
+	e.Exec(t, `vim.cmd("doautocmd FocusLost")`)
+	hook("Stop")
+	state("done", "the turn to end")
+	e.WaitFor(t, 10*time.Second, `#_G.notes > 0`, `return _G.notes`, "the done notice")
+	e.WaitFor(t, 10*time.Second, fmt.Sprintf(`(function() local f = io.open(%q) if not f then return false end
+		local s = f:read("*a") f:close() return s:find("\n") ~= nil end)()`, notified), `return _G.notes`, "the notifier to run")
+	b, err := os.ReadFile(notified)
+	if n := e.notes(t); err != nil || len(n) != 1 || !strings.Contains(n[0].Msg, "is done") || !strings.Contains(string(b), "is done") {
+		t.Fatalf("notes %+v, notifier %q (%v)", n, b, err)
+	}
+	e.Exec(t, `vim.cmd("doautocmd FocusGained")`)
+	state("idle", "the user back at the terminal to see it")
 }

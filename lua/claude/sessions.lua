@@ -175,8 +175,11 @@ local function chat_of(s)
 end
 
 -- visible: whether the user sees the session now (its window is on this
--- tab page).
+-- tab page, and Neovim has the desktop's focus).
 local function visible(s)
+  if not require("claude.terminal").focused() then
+    return false
+  end
   if s.mode == "chat" then
     local c = chat_of(s)
     return c ~= nil and require("claude.chat").visible(c)
@@ -312,7 +315,7 @@ function M.attach()
       diff_event(ev, false)
     end,
   })
-  api.nvim_create_autocmd({ "BufEnter", "WinEnter" }, {
+  api.nvim_create_autocmd({ "BufEnter", "WinEnter", "FocusGained" }, {
     group = group,
     desc = "nvim-claude: a finished session is seen",
     callback = on_enter,
