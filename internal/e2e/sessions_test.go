@@ -17,7 +17,7 @@ import (
 // cannot start leaves an exited session, not an idle one forever.
 func TestSessionsTerminals(t *testing.T) {
 	script := filepath.Join(t.TempDir(), "fake-claude")
-	if err := os.WriteFile(script, []byte("#!/bin/sh\necho READY\nexec sleep 600\n"), 0o755); err != nil {
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho READY\necho \"ARGS: $*\"\nexec sleep 600\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	e := startEditor(t, editorOpts{extra: fmt.Sprintf(`, terminal_cmd = { %q }`, script)})
@@ -66,9 +66,26 @@ func TestSessionsTerminals(t *testing.T) {
 	if st := e.status(t); st.Terminal == nil || st.Terminal.PID != first.PID {
 		t.Fatalf("after a failed :ClaudeStartNew the running terminal is no longer current: %+v", st.Terminal)
 	}
+	// A chat handed over to the terminal resumes in a new one beside the
+	// running terminal, whose CLI goes on.
+	e.Exec(t, `require("claude.config").options.terminal_cmd = { ... }`, script)
+	e.Exec(t, `require("claude.sessions").handover({ id = "c9", mode = "chat", name = "chat 9", dir = vim.fn.getcwd(), claude_session = "abc" })`)
+	resumed := e.status(t).Terminal
+	if resumed == nil || resumed.PID == first.PID {
+		t.Fatalf("the handover started no terminal: %+v; notes %+v", resumed, e.notes(t))
+	}
+	killOnCleanup(t, resumed.PID)
+	e.WaitFor(t, 10*time.Second, fmt.Sprintf(`table.concat(vim.api.nvim_buf_get_lines(%d, 0, -1, false), ""):find("ARGS: --resume abc", 1, true) ~= nil`, resumed.Bufnr),
+		fmt.Sprintf(`return vim.api.nvim_buf_get_lines(%d, 0, -1, false)`, resumed.Bufnr), "the resumed terminal's CLI to get --resume")
+	var pids []int
+	e.Eval(t, `local out = {} for _, x in ipairs(require("claude.terminal").all()) do table.insert(out, x.pid) end return out`, &pids)
+	if len(pids) != 2 || (pids[0] != first.PID && pids[1] != first.PID) {
+		t.Fatalf("the handover stopped the running terminal: terminals %v, first %d", pids, first.PID)
+	}
 	// :ClaudeStop stops every terminal.
 	e.Exec(t, `vim.cmd("ClaudeStop")`)
 	waitGone(t, first.PID, "the first terminal's CLI")
+	waitGone(t, resumed.PID, "the resumed terminal's CLI")
 }
 
 // A turn that ends while Neovim has lost the desktop's focus is notified

@@ -567,7 +567,8 @@ function M.handover(s)
   end
   M.stop(s)
   if s.mode == "chat" then
-    require("claude").start({ "--resume", s.claude_session }, true)
+    -- beside a running terminal, whose CLI goes on
+    M.start_new({ "--resume", s.claude_session })
   else
     require("claude.chat").open({ resume = s.claude_session, cwd = s.dir })
   end
