@@ -25,6 +25,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/nvim-claude/nvim-claude/app/host"
@@ -118,6 +119,9 @@ type Sessions struct {
 	// diffOwner: the session each open diff of a terminal CLI is for, by
 	// the diff's tab name.
 	diffOwner map[string]string
+	// private is the 0700 directory of the settings layers that carry a
+	// user's --settings file ("" until one is needed); removed by Close.
+	private string
 }
 
 // New makes the feature.
@@ -137,6 +141,80 @@ func (s *Sessions) Hooks() host.Hooks {
 			"sessions.terminal": host.Request("sessions.terminal", s.handleTerminal),
 			"sessions.update":   host.Request("sessions.update", s.handleUpdate),
 		},
+		Close: s.Close,
+	}
+}
+
+// Close removes the settings files the feature wrote.
+func (s *Sessions) Close() {
+	s.mu.Lock()
+	dir := s.private
+	s.private = ""
+	s.mu.Unlock()
+	if dir != "" {
+		_ = os.RemoveAll(dir)
+	}
+}
+
+// privateFile writes the settings layer of session id to a 0600 file in
+// the feature's 0700 directory (whole or not at all) and returns its path.
+func (s *Sessions) privateFile(id, content string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.private == "" {
+		sweepSettingsDirs()
+		dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", settingsDirPrefix, os.Getpid()))
+		if err != nil {
+			return "", fmt.Errorf("a private directory for the settings layer: %w", err)
+		}
+		s.private = dir
+	}
+	f, err := os.CreateTemp(s.private, id+"-*.tmp")
+	if err != nil {
+		return "", fmt.Errorf("writing the settings layer: %w", err)
+	}
+	_, err = f.WriteString(content)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	path := filepath.Join(s.private, id+".json")
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+		return "", fmt.Errorf("writing the settings layer: %w", err)
+	}
+	return path, nil
+}
+
+// settingsDirPrefix names the settings directories in the temporary
+// directory: nvim-claude-settings-<host pid>-<random>, so that a later host
+// can sweep the directory of a host killed outright.
+const settingsDirPrefix = "nvim-claude-settings-"
+
+// sweepSettingsDirs removes the settings directories of hosts that are gone.
+func sweepSettingsDirs() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), settingsDirPrefix+"*"))
+	for _, d := range dirs {
+		rest := strings.TrimPrefix(filepath.Base(d), settingsDirPrefix)
+		pid, err := strconv.Atoi(rest[:max(strings.IndexByte(rest, '-'), 0)])
+		if err != nil || pid <= 0 || pid == os.Getpid() {
+			continue
+		}
+		if p, err := os.FindProcess(pid); err == nil && errors.Is(p.Signal(syscall.Signal(0)), os.ErrProcessDone) {
+			_ = os.RemoveAll(d)
+		}
+	}
+}
+
+// removeFile removes session id's settings file, if any.
+func (s *Sessions) removeFile(id string) {
+	s.mu.Lock()
+	dir := s.private
+	s.mu.Unlock()
+	if dir != "" {
+		_ = os.Remove(filepath.Join(dir, id+".json"))
 	}
 }
 
@@ -210,6 +288,11 @@ func (s *Sessions) handleTerminal(_ context.Context, p terminalParams) (any, err
 	info := TerminalInfo{ID: id, Settings: HookSettings(s.bin(), id)}
 	if p.UserSettings != "" {
 		merged, err := LayerSettings(p.UserSettings, p.Dir, s.bin(), id)
+		if err == nil && !strings.HasPrefix(strings.TrimSpace(p.UserSettings), "{") {
+			// a file's settings (an env with a key …) must not go on
+			// the command line, which every local user can read
+			merged, err = s.privateFile(id, merged)
+		}
 		if err != nil {
 			info.Settings = ""
 			info.Warning = "the session's state comes from its diffs only: " + err.Error()
@@ -345,6 +428,7 @@ func (s *Sessions) handleUpdate(_ context.Context, p updateParams) (any, error) 
 	case "exited":
 		x.diffs, x.prompt = 0, false
 		s.setLocked(x, Exited, "")
+		s.removeFile(p.ID)
 	case "seen":
 		if x.State == Done {
 			s.setLocked(x, Idle, "")

@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -277,14 +279,15 @@ func TestLayerSettings(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name, user, err string
+		file            bool // the layer is a private file, not on the command line
 	}{
-		{"inline JSON", user, ""},
-		{"relative file", "s.json", ""},
-		{"absolute file", filepath.Join(dir, "s.json"), ""},
-		{"missing file", "nope.json", "cannot read your --settings"},
-		{"not JSON", `{oops`, "not a JSON object"},
-		{"bad hooks", `{"hooks":[1]}`, "not an object"},
-		{"bad event", `{"hooks":{"Stop":{}}}`, "not a list"},
+		{"inline JSON", user, "", false},
+		{"relative file", "s.json", "", true},
+		{"absolute file", filepath.Join(dir, "s.json"), "", true},
+		{"missing file", "nope.json", "cannot read your --settings", false},
+		{"not JSON", `{oops`, "not a JSON object", false},
+		{"bad hooks", `{"hooks":[1]}`, "not an object", false},
+		{"bad event", `{"hooks":{"Stop":{}}}`, "not a list", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := New(&fakeHost{})
@@ -301,17 +304,45 @@ func TestLayerSettings(t *testing.T) {
 				}
 				return
 			}
+			layer := info.Settings
+			if tc.file {
+				st, err := os.Stat(info.Settings)
+				if err != nil || st.Mode().Perm() != 0o600 {
+					t.Fatalf("settings %q: %v %v", info.Settings, st, err)
+				}
+				if d, err := os.Stat(filepath.Dir(info.Settings)); err != nil || d.Mode().Perm() != 0o700 {
+					t.Fatalf("its directory: %v %v", d, err)
+				}
+				b, _ := os.ReadFile(info.Settings)
+				layer = string(b)
+				defer func() {
+					// gone when the session exits, and the directory with Close
+					raw, _ := json.Marshal(map[string]any{"id": info.ID, "event": "exited"})
+					if _, err := s.Hooks().LuaRequests["sessions.update"](context.Background(), raw); err != nil {
+						t.Fatal(err)
+					}
+					if _, err := os.Stat(info.Settings); !os.IsNotExist(err) {
+						t.Fatalf("the settings file outlived its session: %v", err)
+					}
+					s.Close()
+					if _, err := os.Stat(filepath.Dir(info.Settings)); !os.IsNotExist(err) {
+						t.Fatalf("the settings directory outlived the host: %v", err)
+					}
+				}()
+			} else if strings.HasPrefix(info.Settings, "/") {
+				t.Fatalf("inline settings went to a file: %s", info.Settings)
+			}
 			var got struct {
 				Model string                                                  `json:"model"`
 				Hooks map[string][]struct{ Hooks []struct{ Command string } } `json:"hooks"`
 			}
-			if err := json.Unmarshal([]byte(info.Settings), &got); err != nil || info.Warning != "" {
-				t.Fatalf("settings %s: %v %s", info.Settings, err, info.Warning)
+			if err := json.Unmarshal([]byte(layer), &got); err != nil || info.Warning != "" {
+				t.Fatalf("settings %s: %v %s", layer, err, info.Warning)
 			}
 			stop := got.Hooks["Stop"]
 			if got.Model != "opus" || len(stop) != 2 || stop[0].Hooks[0].Command != "mine" ||
 				stop[1].Hooks[0].Command != "/bin/nc hook Stop "+info.ID || len(got.Hooks) != len(HookEvents) {
-				t.Fatalf("layered settings: %s", info.Settings)
+				t.Fatalf("layered settings: %s", layer)
 			}
 		})
 	}
@@ -320,4 +351,33 @@ func TestLayerSettings(t *testing.T) {
 func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// A host killed outright cannot remove its settings directory: the next
+// host that writes one sweeps it, and leaves a live host's alone.
+func TestSettingsDirsOfGoneHostsAreSwept(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Skip("no `true` to run:", err)
+	}
+	dead := filepath.Join(tmp, fmt.Sprintf("%s%d-x", settingsDirPrefix, gone.Process.Pid))
+	live := filepath.Join(tmp, fmt.Sprintf("%s%d-y", settingsDirPrefix, os.Getppid()))
+	for _, d := range []string{dead, live} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := New(&fakeHost{})
+	defer s.Close()
+	if _, err := s.privateFile("t1", "{}"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dead); !os.IsNotExist(err) {
+		t.Fatalf("the gone host's directory is still there: %v", err)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Fatalf("a live host's directory was swept: %v", err)
+	}
 }

@@ -35,7 +35,7 @@ func TestCLISessionStates(t *testing.T) {
 	// And a --settings of the user's in terminal_cmd: the CLI keeps only
 	// the last --settings, so ours must carry its hook.
 	marker2 := filepath.Join(t.TempDir(), "user-flag-hook-ran")
-	flag, _ := json.Marshal(map[string]any{"hooks": map[string]any{"UserPromptSubmit": []any{
+	flag, _ := json.Marshal(map[string]any{"env": map[string]any{"MY_SECRET": "s3cret-value"}, "hooks": map[string]any{"UserPromptSubmit": []any{
 		map[string]any{"hooks": []any{map[string]any{"type": "command", "command": "touch " + marker2}}},
 	}}})
 	flagFile := filepath.Join(t.TempDir(), "my-settings.json")
@@ -81,9 +81,20 @@ func TestCLISessionStates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	argv := strings.ReplaceAll(string(cmdline), "\x00", " ")
-	if !strings.Contains(argv, "--settings") || !strings.Contains(argv, " hook Stop t1") || strings.Contains(argv, "hook Stop t2") {
-		t.Fatalf("the CLI got no hooks settings layer; argv: %s", argv)
+	// The layer carrying the user's --settings file is a private file:
+	// what that file holds stays off the command line.
+	args := strings.Split(string(cmdline), "\x00")
+	layer := ""
+	for i, a := range args {
+		if a == "--settings" && i+1 < len(args) {
+			layer = args[i+1]
+		}
+	}
+	argv := strings.Join(args, " ")
+	b, err := os.ReadFile(layer)
+	if err != nil || strings.Contains(argv, "s3cret-value") || !strings.Contains(string(b), " hook Stop t1") ||
+		!strings.Contains(string(b), "s3cret-value") || strings.Contains(string(b), "hook Stop t2") {
+		t.Fatalf("the CLI got no private hooks settings layer (%v); argv: %s\nlayer: %s", err, argv, b)
 	}
 
 	bash := fakeapi.ToolUse("Bash", map[string]any{"command": "touch created.txt", "description": "Create a file"})
@@ -182,7 +193,7 @@ func TestCLISessionStates(t *testing.T) {
 	s.WaitFor(t, 30*time.Second, fmt.Sprintf(`(function() local f = io.open(%q) if not f then return false end
 		local n = select(2, f:read("*a"):gsub("\n", "")) f:close() return n >= 2 end)()`, notified),
 		`return _G.notes`, "the notifier to run twice")
-	b, err := os.ReadFile(notified)
+	b, err = os.ReadFile(notified)
 	if err != nil || strings.Count(string(b), "\n") != 2 || strings.Count(string(b), "needs you") != 1 || strings.Count(string(b), "is done") != 1 {
 		t.Fatalf("the notifier's log: %q (%v)", b, err)
 	}
