@@ -3,9 +3,11 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nvim-claude/nvim-claude/edtools/discovery"
 	"github.com/nvim-claude/nvim-claude/internal/clienv"
 	"github.com/nvim-claude/nvim-claude/internal/fakeapi"
 )
@@ -24,7 +27,7 @@ import (
 // permission while all are hidden: that session alone shows `needs input`
 // (one notification), :ClaudeAnswer brings its terminal to the prompt, the
 // user allows and looks away, and the state goes working → done, notified
-// once. Forged hook calls (a wrong token, oversized input) change
+// once. Forged hook calls (a wrong token, oversized parameters) change
 // nothing. Last, :ClaudeChat --resume continues the terminal's conversation
 // in a chat, after stopping that terminal.
 func TestCLISessionStates(t *testing.T) {
@@ -120,8 +123,9 @@ func TestCLISessionStates(t *testing.T) {
 		t.Fatalf("statusline %q", line)
 	}
 
-	// Forged hook calls: the real entry point with a wrong token, and
-	// oversized input without the socket's token from its file.
+	// Forged hook calls: the real entry point with a wrong token (and
+	// oversized stdin), or without the socket; it exits 0 and prints
+	// nothing on stdout, which the CLI would read as the hook's decision.
 	var sock string
 	s.Eval(t, `return require("claude.terminal").editor_tools().socket`, &sock)
 	for _, tc := range []struct {
@@ -131,15 +135,36 @@ func TestCLISessionStates(t *testing.T) {
 	}{
 		{"wrong token", []string{"NVIM_CLAUDE_MCP_SOCKET=" + sock, "NVIM_CLAUDE_MCP_TOKEN=guess"}, `{}`},
 		{"no socket", nil, `{}`},
-		{"oversized", []string{"NVIM_CLAUDE_MCP_SOCKET=" + sock, "NVIM_CLAUDE_MCP_TOKEN=guess"}, strings.Repeat(" ", 9<<20)},
+		{"oversized stdin, wrong token", []string{"NVIM_CLAUDE_MCP_SOCKET=" + sock, "NVIM_CLAUDE_MCP_TOKEN=guess"}, strings.Repeat(" ", 9<<20)},
 	} {
 		cmd := exec.Command(hostBin, "hook", "Stop", "t1")
 		cmd.Env = tc.env
 		cmd.Stdin = strings.NewReader(tc.stdin)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s: the hook must exit 0 whatever happens: %v %s", tc.name, err, out)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil || len(out) > 0 || stderr.Len() == 0 {
+			t.Fatalf("%s: the hook must exit 0, print nothing and say why on stderr: %v %q %q", tc.name, err, out, stderr.String())
 		}
+	}
+	// Oversized parameters with the right token (from the discovery
+	// file beside the socket): the host refuses them.
+	token, err := discovery.Token(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "nvim-claude/hook",
+		"params": map[string]string{"session": "t1", "event": "Stop", "message": strings.Repeat("x", 20<<10)}})
+	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+	_, _ = fmt.Fprintf(conn, "{\"token\":%q}\n%s\n", token, big)
+	answer, _ := bufio.NewReader(conn).ReadString('\n')
+	conn.Close()
+	if !strings.Contains(answer, "too large") {
+		t.Fatalf("oversized hook parameters: %q", answer)
 	}
 	var st string
 	s.Eval(t, `return require("claude").sessions()[1].state`, &st)
