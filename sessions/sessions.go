@@ -208,13 +208,17 @@ func sweepSettingsDirs() {
 	}
 }
 
-// removeFile removes session id's settings file, if any.
+// removeFile removes session id's settings file, if any, and the
+// directory with the last one (a host killed outright then leaves none).
 func (s *Sessions) removeFile(id string) {
 	s.mu.Lock()
-	dir := s.private
-	s.mu.Unlock()
-	if dir != "" {
-		_ = os.Remove(filepath.Join(dir, id+".json"))
+	defer s.mu.Unlock()
+	if s.private == "" {
+		return
+	}
+	_ = os.Remove(filepath.Join(s.private, id+".json"))
+	if os.Remove(s.private) == nil { // only an empty one goes
+		s.private = ""
 	}
 }
 

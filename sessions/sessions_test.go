@@ -324,9 +324,8 @@ func TestLayerSettings(t *testing.T) {
 					if _, err := os.Stat(info.Settings); !os.IsNotExist(err) {
 						t.Fatalf("the settings file outlived its session: %v", err)
 					}
-					s.Close()
 					if _, err := os.Stat(filepath.Dir(info.Settings)); !os.IsNotExist(err) {
-						t.Fatalf("the settings directory outlived the host: %v", err)
+						t.Fatalf("the settings directory outlived its last file: %v", err)
 					}
 				}()
 			} else if strings.HasPrefix(info.Settings, "/") {
@@ -354,7 +353,8 @@ func jsonString(s string) string {
 }
 
 // A host killed outright cannot remove its settings directory: the next
-// host that writes one sweeps it, and leaves a live host's alone.
+// host that writes one sweeps it, and leaves a live host's alone; a host
+// that closes removes its own.
 func TestSettingsDirsOfGoneHostsAreSwept(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
@@ -370,9 +370,14 @@ func TestSettingsDirsOfGoneHostsAreSwept(t *testing.T) {
 		}
 	}
 	s := New(&fakeHost{})
-	defer s.Close()
-	if _, err := s.privateFile("t1", "{}"); err != nil {
+	path, err := s.privateFile("t1", "{}")
+	if err != nil {
 		t.Fatal(err)
+	}
+	// the host's Close removes its own
+	s.Close()
+	if _, err := os.Stat(filepath.Dir(path)); !os.IsNotExist(err) {
+		t.Fatalf("Close left %s: %v", filepath.Dir(path), err)
 	}
 	if _, err := os.Stat(dead); !os.IsNotExist(err) {
 		t.Fatalf("the gone host's directory is still there: %v", err)

@@ -68,15 +68,29 @@ func TestSessionsTerminals(t *testing.T) {
 	}
 	// A chat handed over to the terminal resumes in a new one beside the
 	// running terminal, whose CLI goes on.
-	e.Exec(t, `require("claude.config").options.terminal_cmd = { ... }`, script)
+	// (with a --settings file of the user's: our layer carrying it is a
+	// private file, gone once the CLI is stopped)
+	userSettings := filepath.Join(t.TempDir(), "mine.json")
+	if err := os.WriteFile(userSettings, []byte(`{"model":"opus"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.Exec(t, `require("claude.config").options.terminal_cmd = { ..., "--settings", select(2, ...) }`, script, userSettings)
 	e.Exec(t, `require("claude.sessions").handover({ id = "c9", mode = "chat", name = "chat 9", dir = vim.fn.getcwd(), claude_session = "abc" })`)
 	resumed := e.status(t).Terminal
 	if resumed == nil || resumed.PID == first.PID {
 		t.Fatalf("the handover started no terminal: %+v; notes %+v", resumed, e.notes(t))
 	}
 	killOnCleanup(t, resumed.PID)
-	e.WaitFor(t, 10*time.Second, fmt.Sprintf(`table.concat(vim.api.nvim_buf_get_lines(%d, 0, -1, false), ""):find("ARGS: --resume abc", 1, true) ~= nil`, resumed.Bufnr),
+	e.WaitFor(t, 10*time.Second, fmt.Sprintf(`table.concat(vim.api.nvim_buf_get_lines(%d, 0, -1, false), ""):find("--resume abc", 1, true) ~= nil`, resumed.Bufnr),
 		fmt.Sprintf(`return vim.api.nvim_buf_get_lines(%d, 0, -1, false)`, resumed.Bufnr), "the resumed terminal's CLI to get --resume")
+	layers, _ := filepath.Glob(filepath.Join(os.TempDir(), fmt.Sprintf("nvim-claude-settings-%d-*", e.hostPID(t)), "*.json"))
+	if len(layers) != 1 {
+		t.Fatalf("the layers with the user's --settings: %v", layers)
+	}
+	layer := layers[0]
+	if b, err := os.ReadFile(layer); err != nil || !strings.Contains(string(b), `"opus"`) {
+		t.Fatalf("the layer with the user's --settings %q: %q %v", layer, b, err)
+	}
 	var pids []int
 	e.Eval(t, `local out = {} for _, x in ipairs(require("claude.terminal").all()) do table.insert(out, x.pid) end return out`, &pids)
 	if len(pids) != 2 || (pids[0] != first.PID && pids[1] != first.PID) {
@@ -86,6 +100,7 @@ func TestSessionsTerminals(t *testing.T) {
 	e.Exec(t, `vim.cmd("ClaudeStop")`)
 	waitGone(t, first.PID, "the first terminal's CLI")
 	waitGone(t, resumed.PID, "the resumed terminal's CLI")
+	waitFile(t, layer, false)
 }
 
 // A turn that ends while Neovim has lost the desktop's focus is notified
