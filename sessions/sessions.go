@@ -25,6 +25,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/nvim-claude/nvim-claude/app/host"
@@ -59,7 +60,8 @@ const HookMethod = "nvim-claude/hook"
 const MaxHookParams = 16 << 10
 
 // HookEvents are the CLI hook events HookSettings registers.
-var HookEvents = []string{"UserPromptSubmit", "PreToolUse", "PostToolUse", "PermissionRequest", "Notification", "Stop"}
+// StopFailure ends a turn that an API error stops (Stop does not fire then).
+var HookEvents = []string{"UserPromptSubmit", "PreToolUse", "PostToolUse", "PermissionRequest", "Notification", "Stop", "StopFailure"}
 
 // Session is one session as Lua lists it.
 type Session struct {
@@ -95,6 +97,11 @@ func (x *Session) waitingFor(prompt string) string {
 	return prompt
 }
 
+// askNotifications are the CLI's notification types that wait for the
+// user ("": a CLI that does not tell the type).
+var askNotifications = map[string]bool{"": true, "permission_prompt": true, "worker_permission_prompt": true,
+	"elicitation_dialog": true, "elicitation_url_dialog": true, "agent_needs_input": true}
+
 // editTools are the tools whose call opens a diff.
 var editTools = map[string]bool{"Edit": true, "Write": true, "MultiEdit": true, "NotebookEdit": true}
 
@@ -112,6 +119,9 @@ type Sessions struct {
 	// diffOwner: the session each open diff of a terminal CLI is for, by
 	// the diff's tab name.
 	diffOwner map[string]string
+	// private is the 0700 directory of the settings layers that carry a
+	// user's --settings file ("" until one is needed); removed by Close.
+	private string
 }
 
 // New makes the feature.
@@ -131,6 +141,84 @@ func (s *Sessions) Hooks() host.Hooks {
 			"sessions.terminal": host.Request("sessions.terminal", s.handleTerminal),
 			"sessions.update":   host.Request("sessions.update", s.handleUpdate),
 		},
+		Close: s.Close,
+	}
+}
+
+// Close removes the settings files the feature wrote.
+func (s *Sessions) Close() {
+	s.mu.Lock()
+	dir := s.private
+	s.private = ""
+	s.mu.Unlock()
+	if dir != "" {
+		_ = os.RemoveAll(dir)
+	}
+}
+
+// privateFile writes the settings layer of session id to a 0600 file in
+// the feature's 0700 directory (whole or not at all) and returns its path.
+func (s *Sessions) privateFile(id, content string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.private == "" {
+		sweepSettingsDirs()
+		dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", settingsDirPrefix, os.Getpid()))
+		if err != nil {
+			return "", fmt.Errorf("a private directory for the settings layer: %w", err)
+		}
+		s.private = dir
+	}
+	f, err := os.CreateTemp(s.private, id+"-*.tmp")
+	if err != nil {
+		return "", fmt.Errorf("writing the settings layer: %w", err)
+	}
+	_, err = f.WriteString(content)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	path := filepath.Join(s.private, id+".json")
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+		return "", fmt.Errorf("writing the settings layer: %w", err)
+	}
+	return path, nil
+}
+
+// settingsDirPrefix names the settings directories in the temporary
+// directory: nvim-claude-settings-<host pid>-<random>, so that a later host
+// can sweep the directory of a host killed outright.
+const settingsDirPrefix = "nvim-claude-settings-"
+
+// sweepSettingsDirs removes the settings directories of hosts that are gone.
+func sweepSettingsDirs() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), settingsDirPrefix+"*"))
+	for _, d := range dirs {
+		rest := strings.TrimPrefix(filepath.Base(d), settingsDirPrefix)
+		pid, err := strconv.Atoi(rest[:max(strings.IndexByte(rest, '-'), 0)])
+		if err != nil || pid <= 0 || pid == os.Getpid() {
+			continue
+		}
+		if p, err := os.FindProcess(pid); err == nil && errors.Is(p.Signal(syscall.Signal(0)), os.ErrProcessDone) {
+			_ = os.RemoveAll(d)
+		}
+	}
+}
+
+// removeFile removes session id's settings file, if any, and the
+// directory with the last one (a host killed outright then leaves none).
+func (s *Sessions) removeFile(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.private == "" {
+		return
+	}
+	_ = os.Remove(filepath.Join(s.private, id+".json"))
+	if os.Remove(s.private) == nil { // only an empty one goes
+		s.private = ""
 	}
 }
 
@@ -171,13 +259,20 @@ func (s *Sessions) handleList(context.Context, struct{}) (any, error) {
 type terminalParams struct {
 	Name string `json:"name"`
 	Dir  string `json:"dir"`
+	// UserSettings is the value of a --settings the user already gives
+	// the CLI (a file, relative to Dir, or JSON): the CLI keeps only the
+	// last --settings, so ours must carry the user's.
+	UserSettings string `json:"user_settings"`
 }
 
 // TerminalInfo is what Lua needs to launch a terminal session.
 type TerminalInfo struct {
 	ID string `json:"id"`
-	// Settings is the --settings JSON: the hooks that report to this host.
+	// Settings is the --settings JSON: the hooks that report to this host
+	// (over the user's own --settings, when given); "" when the user's
+	// could not be read (Warning says why: then the CLI runs without ours).
 	Settings string `json:"settings"`
+	Warning  string `json:"warning,omitempty"`
 }
 
 func (s *Sessions) handleTerminal(_ context.Context, p terminalParams) (any, error) {
@@ -194,7 +289,76 @@ func (s *Sessions) handleTerminal(_ context.Context, p terminalParams) (any, err
 	}
 	s.byID[id] = &Session{ID: id, Name: name, Dir: p.Dir, Mode: ModeTerminal, State: Idle, Since: s.now().Unix(), order: s.seq}
 	s.mu.Unlock()
-	return TerminalInfo{ID: id, Settings: HookSettings(s.bin(), id)}, nil
+	info := TerminalInfo{ID: id, Settings: HookSettings(s.bin(), id)}
+	if p.UserSettings != "" {
+		merged, err := LayerSettings(p.UserSettings, p.Dir, s.bin(), id)
+		if err == nil && !strings.HasPrefix(strings.TrimSpace(p.UserSettings), "{") {
+			// a file's settings (an env with a key …) must not go on
+			// the command line, which every local user can read
+			merged, err = s.privateFile(id, merged)
+		}
+		if err != nil {
+			info.Settings = ""
+			info.Warning = "the session's state comes from its diffs only: " + err.Error()
+		} else {
+			info.Settings = merged
+		}
+	}
+	return info, nil
+}
+
+// LayerSettings is HookSettings over the user's own --settings value
+// (JSON, or a file relative to dir): the CLI keeps only the last
+// --settings it is given, so the layer we add must hold the user's
+// settings, with our hooks after the user's for each event.
+func LayerSettings(user, dir, bin, id string) (string, error) {
+	raw := []byte(user)
+	if t := strings.TrimSpace(user); !strings.HasPrefix(t, "{") {
+		path := user
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(dir, path)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return "", fmt.Errorf("cannot read your --settings: %w", err)
+		}
+		raw = b
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil || doc == nil {
+		return "", fmt.Errorf("your --settings %q is not a JSON object", clip(user, 80))
+	}
+	var ours struct {
+		Hooks map[string][]any `json:"hooks"`
+	}
+	_ = json.Unmarshal([]byte(HookSettings(bin, id)), &ours)
+	hooks, ok := doc["hooks"].(map[string]any)
+	if doc["hooks"] != nil && !ok {
+		return "", errors.New(`the "hooks" of your --settings is not an object`)
+	}
+	if hooks == nil {
+		hooks = map[string]any{}
+	}
+	for ev, entries := range ours.Hooks {
+		have, ok := hooks[ev].([]any)
+		if hooks[ev] != nil && !ok {
+			return "", fmt.Errorf("the %q hooks of your --settings are not a list", ev)
+		}
+		hooks[ev] = append(have, entries...)
+	}
+	doc["hooks"] = hooks
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return "", fmt.Errorf("layering your --settings: %w", err)
+	}
+	return string(b), nil
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
 }
 
 // HookSettings is the settings layer (--settings JSON) whose hooks call
@@ -268,6 +432,7 @@ func (s *Sessions) handleUpdate(_ context.Context, p updateParams) (any, error) 
 	case "exited":
 		x.diffs, x.prompt = 0, false
 		s.setLocked(x, Exited, "")
+		s.removeFile(p.ID)
 	case "seen":
 		if x.State == Done {
 			s.setLocked(x, Idle, "")
@@ -411,15 +576,16 @@ func (s *Sessions) Hook(c HookCall) error {
 		x.prompt = true
 		s.setLocked(x, NeedsInput, x.waitingFor(c.Tool))
 	case "Notification":
-		// idle_prompt ("Claude is waiting for your input") comes long
-		// after Stop: the session is done already.
-		if c.NotificationType == "idle_prompt" {
+		// Only a question waits for the user: idle_prompt ("Claude is
+		// waiting for your input") comes long after Stop, and others
+		// (auth_success, agent_completed, push_notification …) just inform.
+		if !askNotifications[c.NotificationType] {
 			s.mu.Unlock()
 			return nil
 		}
 		x.prompt = true
 		s.setLocked(x, NeedsInput, x.waitingFor(c.Message))
-	case "Stop":
+	case "Stop", "StopFailure":
 		x.prompt, x.diffs = false, 0
 		s.setLocked(x, Done, "")
 	default:

@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -57,7 +60,7 @@ func newTerminal(t *testing.T, s *Sessions) string {
 		t.Fatal(err)
 	}
 	info := res.(TerminalInfo)
-	if !strings.Contains(info.Settings, `hook Stop `+info.ID) {
+	if !strings.Contains(info.Settings, `hook Stop `+info.ID) || !strings.Contains(info.Settings, `hook StopFailure `+info.ID) {
 		t.Fatalf("settings without the Stop hook: %s", info.Settings)
 	}
 	return info.ID
@@ -77,12 +80,19 @@ func TestTerminalStates(t *testing.T) {
 		{hook: "PermissionRequest", tool: "Bash", want: NeedsInput},
 		{hook: "Notification", typ: "permission_prompt", want: NeedsInput},
 		{hook: "PostToolUse", tool: "Bash", want: Working},
+		// news that wait for no one
+		{hook: "Notification", typ: "auth_success", want: Working},
+		{hook: "Notification", typ: "agent_completed", want: Working},
 		{update: "diff_opened", want: NeedsInput, waiting: "diff: "},
 		{hook: "PermissionRequest", tool: "Edit", want: NeedsInput, waiting: "diff: "}, // the diff says it better
 		{hook: "PreToolUse", tool: "Read", want: NeedsInput, waiting: "diff: "},        // the diff still waits
 		{update: "diff_closed", want: Working},
 		{hook: "Stop", want: Done},
 		{hook: "Notification", typ: "idle_prompt", want: Done},
+		{update: "seen", want: Idle},
+		// a turn that an API error ends fires StopFailure, not Stop
+		{hook: "UserPromptSubmit", want: Working},
+		{hook: "StopFailure", want: Done},
 		{update: "seen", want: Idle},
 		{update: "exited", want: Exited},
 		{hook: "UserPromptSubmit", want: Exited}, // a late hook changes nothing
@@ -105,7 +115,7 @@ func TestTerminalStates(t *testing.T) {
 			t.Fatalf("step %d (%s%s): state %q waiting %q, want %q %q", i, st.hook, st.update, got.State, got.Waiting, st.want, st.waiting)
 		}
 	}
-	want := "t1:idle>working t1:working>needs input t1:needs input>working t1:working>needs input t1:needs input>working t1:working>done t1:done>idle t1:idle>exited"
+	want := "t1:idle>working t1:working>needs input t1:needs input>working t1:working>needs input t1:needs input>working t1:working>done t1:done>idle t1:idle>working t1:working>done t1:done>idle t1:idle>exited"
 	if got := strings.Join(h.transitions(), " "); got != want {
 		t.Fatalf("emitted\n %s\nwant\n %s", got, want)
 	}
@@ -255,5 +265,124 @@ func TestDiffOwner(t *testing.T) {
 	upd("diff_closed", "B")
 	if got := states(); got != "t1:working t2:working" {
 		t.Fatalf("after the diff closed: %s", got)
+	}
+}
+
+// The CLI keeps only the last --settings: the layer we add over a user's
+// own --settings holds it, our hooks after the user's; a --settings we
+// cannot read leaves the CLI with the user's alone (and says why).
+func TestLayerSettings(t *testing.T) {
+	dir := t.TempDir()
+	user := `{"model":"opus","hooks":{"Stop":[{"hooks":[{"type":"command","command":"mine"}]}]}}`
+	if err := os.WriteFile(filepath.Join(dir, "s.json"), []byte(user), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, user, err string
+		file            bool // the layer is a private file, not on the command line
+	}{
+		{"inline JSON", user, "", false},
+		{"relative file", "s.json", "", true},
+		{"absolute file", filepath.Join(dir, "s.json"), "", true},
+		{"missing file", "nope.json", "cannot read your --settings", false},
+		{"not JSON", `{oops`, "not a JSON object", false},
+		{"bad hooks", `{"hooks":[1]}`, "not an object", false},
+		{"bad event", `{"hooks":{"Stop":{}}}`, "not a list", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New(&fakeHost{})
+			s.bin = func() string { return "/bin/nc" }
+			res, err := s.Hooks().LuaRequests["sessions.terminal"](context.Background(),
+				json.RawMessage(`{"dir":`+jsonString(dir)+`,"user_settings":`+jsonString(tc.user)+`}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			info := res.(TerminalInfo)
+			if tc.err != "" {
+				if info.Settings != "" || !strings.Contains(info.Warning, tc.err) {
+					t.Fatalf("got %+v, want no settings and a warning with %q", info, tc.err)
+				}
+				return
+			}
+			layer := info.Settings
+			if tc.file {
+				st, err := os.Stat(info.Settings)
+				if err != nil || st.Mode().Perm() != 0o600 {
+					t.Fatalf("settings %q: %v %v", info.Settings, st, err)
+				}
+				if d, err := os.Stat(filepath.Dir(info.Settings)); err != nil || d.Mode().Perm() != 0o700 {
+					t.Fatalf("its directory: %v %v", d, err)
+				}
+				b, _ := os.ReadFile(info.Settings)
+				layer = string(b)
+				defer func() {
+					// gone when the session exits, and the directory with Close
+					raw, _ := json.Marshal(map[string]any{"id": info.ID, "event": "exited"})
+					if _, err := s.Hooks().LuaRequests["sessions.update"](context.Background(), raw); err != nil {
+						t.Fatal(err)
+					}
+					if _, err := os.Stat(info.Settings); !os.IsNotExist(err) {
+						t.Fatalf("the settings file outlived its session: %v", err)
+					}
+					if _, err := os.Stat(filepath.Dir(info.Settings)); !os.IsNotExist(err) {
+						t.Fatalf("the settings directory outlived its last file: %v", err)
+					}
+				}()
+			} else if strings.HasPrefix(info.Settings, "/") {
+				t.Fatalf("inline settings went to a file: %s", info.Settings)
+			}
+			var got struct {
+				Model string                                                  `json:"model"`
+				Hooks map[string][]struct{ Hooks []struct{ Command string } } `json:"hooks"`
+			}
+			if err := json.Unmarshal([]byte(layer), &got); err != nil || info.Warning != "" {
+				t.Fatalf("settings %s: %v %s", layer, err, info.Warning)
+			}
+			stop := got.Hooks["Stop"]
+			if got.Model != "opus" || len(stop) != 2 || stop[0].Hooks[0].Command != "mine" ||
+				stop[1].Hooks[0].Command != "/bin/nc hook Stop "+info.ID || len(got.Hooks) != len(HookEvents) {
+				t.Fatalf("layered settings: %s", layer)
+			}
+		})
+	}
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// A host killed outright cannot remove its settings directory: the next
+// host that writes one sweeps it, and leaves a live host's alone; a host
+// that closes removes its own.
+func TestSettingsDirsOfGoneHostsAreSwept(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Skip("no `true` to run:", err)
+	}
+	dead := filepath.Join(tmp, fmt.Sprintf("%s%d-x", settingsDirPrefix, gone.Process.Pid))
+	live := filepath.Join(tmp, fmt.Sprintf("%s%d-y", settingsDirPrefix, os.Getppid()))
+	for _, d := range []string{dead, live} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := New(&fakeHost{})
+	path, err := s.privateFile("t1", "{}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the host's Close removes its own
+	s.Close()
+	if _, err := os.Stat(filepath.Dir(path)); !os.IsNotExist(err) {
+		t.Fatalf("Close left %s: %v", filepath.Dir(path), err)
+	}
+	if _, err := os.Stat(dead); !os.IsNotExist(err) {
+		t.Fatalf("the gone host's directory is still there: %v", err)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Fatalf("a live host's directory was swept: %v", err)
 	}
 }

@@ -3,9 +3,11 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,15 +16,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nvim-claude/nvim-claude/edtools/discovery"
+	"github.com/nvim-claude/nvim-claude/internal/clienv"
 	"github.com/nvim-claude/nvim-claude/internal/fakeapi"
 )
 
 // Issue 20 with the real CLI: :ClaudeStart layers our hooks (--settings)
-// over the user's settings, whose own hook still runs. Two terminals run; a
-// scripted Bash call in the first asks permission while both are hidden:
-// that session alone shows `needs input` (one notification), :ClaudeAnswer
-// brings its terminal to the prompt, and once allowed the state goes
-// working → done. Forged hook calls (a wrong token, oversized input) change
+// over the user's settings, whose own hook still runs. Two terminals and a
+// chat (Neovim 0.8+) run; a scripted Bash call in the first terminal asks
+// permission while all are hidden: that session alone shows `needs input`
+// (one notification), :ClaudeAnswer brings its terminal to the prompt, the
+// user allows and looks away, and the state goes working → done, notified
+// once. Forged hook calls (a wrong token, oversized parameters) change
 // nothing. Last, :ClaudeChat --resume continues the terminal's conversation
 // in a chat, after stopping that terminal.
 func TestCLISessionStates(t *testing.T) {
@@ -30,9 +35,20 @@ func TestCLISessionStates(t *testing.T) {
 	user, _ := json.Marshal(map[string]any{"hooks": map[string]any{"UserPromptSubmit": []any{
 		map[string]any{"hooks": []any{map[string]any{"type": "command", "command": "touch " + marker}}},
 	}}})
+	// And a --settings of the user's in terminal_cmd: the CLI keeps only
+	// the last --settings, so ours must carry its hook.
+	marker2 := filepath.Join(t.TempDir(), "user-flag-hook-ran")
+	flag, _ := json.Marshal(map[string]any{"env": map[string]any{"MY_SECRET": "s3cret-value"}, "hooks": map[string]any{"UserPromptSubmit": []any{
+		map[string]any{"hooks": []any{map[string]any{"type": "command", "command": "touch " + marker2}}},
+	}}})
+	flagFile := filepath.Join(t.TempDir(), "my-settings.json")
+	if err := os.WriteFile(flagFile, flag, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	notified := filepath.Join(t.TempDir(), "notifier.log")
 	s := startSession(t, sessionOpts{userSettings: string(user),
-		extra: fmt.Sprintf(`, sessions = { notifier = { "sh", "-c", 'echo "$0" >> %s' } }`, notified)})
+		extra: fmt.Sprintf(`, terminal_cmd = { %q, "--permission-mode", "default", "--settings", %q }, sessions = { notifier = { "sh", "-c", 'echo "$0" >> %s' } }`,
+			clienv.Binary(t), flagFile, notified)})
 	// A second terminal: its session stays idle throughout.
 	s.Exec(t, `vim.cmd("ClaudeStartNew")`)
 	var second struct {
@@ -45,6 +61,15 @@ func TestCLISessionStates(t *testing.T) {
 	}
 	killOnCleanup(t, second.PID)
 	s.WaitFor(t, 60*time.Second, `#require("claude").status().clients == 2`, `return require("claude").status()`, "both CLIs to connect")
+	// And a chat beside them (Neovim 0.8+): it stays idle throughout.
+	var hasData bool
+	s.Eval(t, `return vim.fn.has("nvim-0.8") == 1`, &hasData)
+	want := 2
+	if hasData {
+		want = 3
+		s.Exec(t, `vim.cmd("ClaudeChat") vim.cmd("wincmd p")`)
+		s.WaitFor(t, 60*time.Second, `#require("claude").sessions() == 3`, `return { sessions = require("claude").sessions(), notes = _G.notes }`, "the chat's session")
+	}
 	// Record the state events, and look elsewhere: another tab page
 	// (the terminal keeps a window, which Neovim 0.7 needs to render it).
 	s.Exec(t, `_G.states = {}
@@ -59,9 +84,20 @@ func TestCLISessionStates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	argv := strings.ReplaceAll(string(cmdline), "\x00", " ")
-	if !strings.Contains(argv, "--settings") || !strings.Contains(argv, " hook Stop t1") || strings.Contains(argv, "hook Stop t2") {
-		t.Fatalf("the CLI got no hooks settings layer; argv: %s", argv)
+	// The layer carrying the user's --settings file is a private file:
+	// what that file holds stays off the command line.
+	args := strings.Split(string(cmdline), "\x00")
+	layer := ""
+	for i, a := range args {
+		if a == "--settings" && i+1 < len(args) {
+			layer = args[i+1]
+		}
+	}
+	argv := strings.Join(args, " ")
+	b, err := os.ReadFile(layer)
+	if err != nil || strings.Contains(argv, "s3cret-value") || !strings.Contains(string(b), " hook Stop t1") ||
+		!strings.Contains(string(b), "s3cret-value") || strings.Contains(string(b), "hook Stop t2") {
+		t.Fatalf("the CLI got no private hooks settings layer (%v); argv: %s\nlayer: %s", err, argv, b)
 	}
 
 	bash := fakeapi.ToolUse("Bash", map[string]any{"command": "touch created.txt", "description": "Create a file"})
@@ -70,12 +106,15 @@ func TestCLISessionStates(t *testing.T) {
 	s.WaitFor(t, 60*time.Second, `(function() local x = require("claude").sessions()[1] return x and x.state == "needs input" end)()`,
 		`return { sessions = require("claude").sessions(), states = _G.states, screen = vim.api.nvim_buf_get_lines(require("claude").status().terminal.bufnr, 0, -1, false) }`,
 		"the session to need input")
-	if _, err := os.Stat(marker); err != nil {
-		t.Fatalf("the user's own UserPromptSubmit hook did not run: %v", err)
+	for _, m := range []string{marker, marker2} {
+		if _, err := os.Stat(m); err != nil {
+			t.Fatalf("the user's own UserPromptSubmit hook did not run: %v", err)
+		}
 	}
 	var dash []struct{ ID, State, Mode string }
 	s.Eval(t, `return require("claude").sessions()`, &dash)
-	if len(dash) != 2 || dash[0].ID != "t1" || dash[0].State != "needs input" || dash[1].ID != "t2" || dash[1].State != "idle" {
+	if len(dash) != want || dash[0].ID != "t1" || dash[0].State != "needs input" || dash[1].ID != "t2" || dash[1].State != "idle" ||
+		(hasData && (dash[2].ID != "c1" || dash[2].Mode != "chat" || dash[2].State == "needs input")) {
 		t.Fatalf("the dashboard: %+v", dash)
 	}
 	var line string
@@ -84,8 +123,9 @@ func TestCLISessionStates(t *testing.T) {
 		t.Fatalf("statusline %q", line)
 	}
 
-	// Forged hook calls: the real entry point with a wrong token, and
-	// oversized input without the socket's token from its file.
+	// Forged hook calls: the real entry point with a wrong token (and
+	// oversized stdin), or without the socket; it exits 0 and prints
+	// nothing on stdout, which the CLI would read as the hook's decision.
 	var sock string
 	s.Eval(t, `return require("claude.terminal").editor_tools().socket`, &sock)
 	for _, tc := range []struct {
@@ -95,15 +135,36 @@ func TestCLISessionStates(t *testing.T) {
 	}{
 		{"wrong token", []string{"NVIM_CLAUDE_MCP_SOCKET=" + sock, "NVIM_CLAUDE_MCP_TOKEN=guess"}, `{}`},
 		{"no socket", nil, `{}`},
-		{"oversized", []string{"NVIM_CLAUDE_MCP_SOCKET=" + sock, "NVIM_CLAUDE_MCP_TOKEN=guess"}, strings.Repeat(" ", 9<<20)},
+		{"oversized stdin, wrong token", []string{"NVIM_CLAUDE_MCP_SOCKET=" + sock, "NVIM_CLAUDE_MCP_TOKEN=guess"}, strings.Repeat(" ", 9<<20)},
 	} {
 		cmd := exec.Command(hostBin, "hook", "Stop", "t1")
 		cmd.Env = tc.env
 		cmd.Stdin = strings.NewReader(tc.stdin)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s: the hook must exit 0 whatever happens: %v %s", tc.name, err, out)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil || len(out) > 0 || stderr.Len() == 0 {
+			t.Fatalf("%s: the hook must exit 0, print nothing and say why on stderr: %v %q %q", tc.name, err, out, stderr.String())
 		}
+	}
+	// Oversized parameters with the right token (from the discovery
+	// file beside the socket): the host refuses them.
+	token, err := discovery.Token(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "nvim-claude/hook",
+		"params": map[string]string{"session": "t1", "event": "Stop", "message": strings.Repeat("x", 20<<10)}})
+	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+	_, _ = fmt.Fprintf(conn, "{\"token\":%q}\n%s\n", token, big)
+	answer, _ := bufio.NewReader(conn).ReadString('\n')
+	conn.Close()
+	if !strings.Contains(answer, "too large") {
+		t.Fatalf("oversized hook parameters: %q", answer)
 	}
 	var st string
 	s.Eval(t, `return require("claude").sessions()[1].state`, &st)
@@ -119,45 +180,53 @@ func TestCLISessionStates(t *testing.T) {
 		t.Fatalf(":ClaudeAnswer did not focus the first terminal (buffer %d, current %d)", s.st.Terminal.Bufnr, cur)
 	}
 	s.waitScreen(t, 30*time.Second, "Do you want to proceed?")
+	// The user answers and looks elsewhere (a new tab page) while the
+	// turn runs: its end is notified.
+	s.Exec(t, `vim.cmd("tabnew")`)
+	var shown bool
+	s.Eval(t, `for _, w in ipairs(vim.api.nvim_tabpage_list_wins(0)) do if vim.api.nvim_win_get_buf(w) == ... then return true end end return false`, &shown, s.st.Terminal.Bufnr)
+	if shown {
+		t.Fatal("the first terminal is still on the current tab page")
+	}
 	s.typeKeys(t, "1")
 	s.waitScreen(t, 30*time.Second, "All done.")
-	s.WaitFor(t, 30*time.Second, `(function() for _, x in ipairs(_G.states) do if x == "done" or x == "idle" then return true end end end)()`,
+	s.WaitFor(t, 30*time.Second, `(function() for _, x in ipairs(_G.states) do if x == "done" then return true end end end)()`,
 		`return _G.states`, "working → done")
 	var states []string
 	s.Eval(t, `return _G.states`, &states)
 	got := strings.Join(states, ",")
-	var hasData bool
-	s.Eval(t, `return vim.fn.has("nvim-0.8") == 1`, &hasData)
-	// With 0.7's data-less events the list is read a moment later (done
-	// may be idle already: the terminal is on screen): only the order of
-	// what was seen can be checked.
+	// With 0.7's data-less events the list is read a moment later: only
+	// the order of what was seen can be checked.
 	if (hasData && !strings.HasPrefix(got, "working,needs input,working,done")) ||
-		(!hasData && !regexp.MustCompile(`needs input,.*(done|idle)`).MatchString(got)) {
+		(!hasData && !regexp.MustCompile(`needs input,.*done`).MatchString(got)) {
 		t.Fatalf("state events: %s", got)
 	}
-	n := 0
+	s.Eval(t, `return require("claude").sessions()`, &dash)
+	if len(dash) != want || dash[0].State != "done" || dash[1].State != "idle" || (hasData && dash[2].State == "needs input") {
+		t.Fatalf("the dashboard after the turn: %+v", dash)
+	}
+	// One notice each: the question, and the end of the hidden turn; the
+	// desktop notifier ran for both.
+	needs, done := 0, 0
 	for _, nt := range s.notes(t) {
-		if strings.Contains(nt.Msg, "needs you") {
-			n++
-		}
+		needs += strings.Count(nt.Msg, "needs you")
+		done += strings.Count(nt.Msg, "is done")
 	}
-	if n != 1 {
-		t.Fatalf("%d 'needs you' notifications, want 1: %+v", n, s.notes(t))
+	if needs != 1 || done != 1 {
+		t.Fatalf("%d 'needs you' and %d 'is done' notifications, want 1 each: %+v", needs, done, s.notes(t))
 	}
-	// The desktop notifier ran for it too (the terminal was on screen when
-	// the turn ended: no "done" notice).
-	waitFile(t, notified, true)
-	b, err := os.ReadFile(notified)
-	if err != nil || strings.Count(string(b), "\n") != 1 || !strings.Contains(string(b), "Claude (") || !strings.Contains(string(b), "needs you") {
+	s.WaitFor(t, 30*time.Second, fmt.Sprintf(`(function() local f = io.open(%q) if not f then return false end
+		local n = select(2, f:read("*a"):gsub("\n", "")) f:close() return n >= 2 end)()`, notified),
+		`return _G.notes`, "the notifier to run twice")
+	b, err = os.ReadFile(notified)
+	if err != nil || strings.Count(string(b), "\n") != 2 || strings.Count(string(b), "needs you") != 1 || strings.Count(string(b), "is done") != 1 {
 		t.Fatalf("the notifier's log: %q (%v)", b, err)
 	}
 
 	// The terminal's conversation continues in a chat (Neovim 0.8+):
 	// :ClaudeChat --resume stops the terminal's CLI first, and the chat's
 	// first request carries the terminal's messages.
-	var chatOK bool
-	s.Eval(t, `return vim.fn.has("nvim-0.8") == 1`, &chatOK)
-	if !chatOK {
+	if !hasData {
 		return
 	}
 	var sid string
@@ -179,7 +248,7 @@ func TestCLISessionStates(t *testing.T) {
 	}
 	var states2 []struct{ ID, State string }
 	s.Eval(t, `return require("claude").sessions()`, &states2)
-	if len(states2) != 3 || states2[0].ID != "t1" || states2[0].State != "exited" || states2[1].ID != "t2" || states2[1].State != "idle" || states2[2].ID != "c1" {
+	if len(states2) != 4 || states2[0].ID != "t1" || states2[0].State != "exited" || states2[1].ID != "t2" || states2[1].State != "idle" || states2[2].ID != "c1" || states2[3].ID != "c2" {
 		t.Fatalf("after the handover: %+v", states2)
 	}
 

@@ -5,7 +5,9 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -15,7 +17,7 @@ import (
 // cannot start leaves an exited session, not an idle one forever.
 func TestSessionsTerminals(t *testing.T) {
 	script := filepath.Join(t.TempDir(), "fake-claude")
-	if err := os.WriteFile(script, []byte("#!/bin/sh\necho READY\nexec sleep 600\n"), 0o755); err != nil {
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho READY\necho \"ARGS: $*\"\nexec sleep 600\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	e := startEditor(t, editorOpts{extra: fmt.Sprintf(`, terminal_cmd = { %q }`, script)})
@@ -64,7 +66,92 @@ func TestSessionsTerminals(t *testing.T) {
 	if st := e.status(t); st.Terminal == nil || st.Terminal.PID != first.PID {
 		t.Fatalf("after a failed :ClaudeStartNew the running terminal is no longer current: %+v", st.Terminal)
 	}
+	// A chat handed over to the terminal resumes in a new one beside the
+	// running terminal, whose CLI goes on.
+	// (with a --settings file of the user's: our layer carrying it is a
+	// private file, gone once the CLI is stopped)
+	userSettings := filepath.Join(t.TempDir(), "mine.json")
+	if err := os.WriteFile(userSettings, []byte(`{"model":"opus"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.Exec(t, `require("claude.config").options.terminal_cmd = { ..., "--settings", select(2, ...) }`, script, userSettings)
+	e.Exec(t, `require("claude.sessions").handover({ id = "c9", mode = "chat", name = "chat 9", dir = vim.fn.getcwd(), claude_session = "abc" })`)
+	resumed := e.status(t).Terminal
+	if resumed == nil || resumed.PID == first.PID {
+		t.Fatalf("the handover started no terminal: %+v; notes %+v", resumed, e.notes(t))
+	}
+	killOnCleanup(t, resumed.PID)
+	e.WaitFor(t, 10*time.Second, fmt.Sprintf(`table.concat(vim.api.nvim_buf_get_lines(%d, 0, -1, false), ""):find("--resume abc", 1, true) ~= nil`, resumed.Bufnr),
+		fmt.Sprintf(`return vim.api.nvim_buf_get_lines(%d, 0, -1, false)`, resumed.Bufnr), "the resumed terminal's CLI to get --resume")
+	layers, _ := filepath.Glob(filepath.Join(os.TempDir(), fmt.Sprintf("nvim-claude-settings-%d-*", e.hostPID(t)), "*.json"))
+	if len(layers) != 1 {
+		t.Fatalf("the layers with the user's --settings: %v", layers)
+	}
+	layer := layers[0]
+	if b, err := os.ReadFile(layer); err != nil || !strings.Contains(string(b), `"opus"`) {
+		t.Fatalf("the layer with the user's --settings %q: %q %v", layer, b, err)
+	}
+	var pids []int
+	e.Eval(t, `local out = {} for _, x in ipairs(require("claude.terminal").all()) do table.insert(out, x.pid) end return out`, &pids)
+	if len(pids) != 2 || (pids[0] != first.PID && pids[1] != first.PID) {
+		t.Fatalf("the handover stopped the running terminal: terminals %v, first %d", pids, first.PID)
+	}
 	// :ClaudeStop stops every terminal.
 	e.Exec(t, `vim.cmd("ClaudeStop")`)
 	waitGone(t, first.PID, "the first terminal's CLI")
+	waitGone(t, resumed.PID, "the resumed terminal's CLI")
+	waitFile(t, layer, false)
+}
+
+// A turn that ends while Neovim has lost the desktop's focus is notified
+// (vim.notify and the notifier) even with its terminal on screen, and
+// stays `done` until the user is back: then it is seen. The CLI is a
+// stand-in; its hooks are the real entry point, called as the CLI would.
+func TestSessionsDoneWhileAway(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "fake-claude")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho READY\nexec sleep 600\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	notified := filepath.Join(t.TempDir(), "notifier.log")
+	e := startEditor(t, editorOpts{extra: fmt.Sprintf(`, terminal_cmd = { %q }, sessions = { notifier = { "sh", "-c", 'echo "$0" >> %s' } }`, script, notified)})
+	e.Exec(t, captureNotify)
+	e.Exec(t, `vim.cmd("ClaudeStart")`)
+	term := e.status(t).Terminal
+	if term == nil {
+		t.Fatalf(":ClaudeStart: notes %+v", e.notes(t))
+	}
+	killOnCleanup(t, term.PID)
+	killOnCleanup(t, e.hostPID(t))
+	var sock string
+	e.Eval(t, `return require("claude.terminal").editor_tools().socket`, &sock)
+	hook := func(event string) {
+		t.Helper()
+		cmd := exec.Command(hostBin, "hook", event, "t1")
+		cmd.Env = []string{"NVIM_CLAUDE_MCP_SOCKET=" + sock}
+		cmd.Stdin = strings.NewReader(`{"session_id":"abc"}`)
+		if out, err := cmd.CombinedOutput(); err != nil || len(out) > 0 {
+			t.Fatalf("hook %s: %v %s", event, err, out)
+		}
+	}
+	state := func(want, what string) {
+		t.Helper()
+		e.WaitFor(t, 10*time.Second, fmt.Sprintf(`require("claude").sessions()[1].state == %q`, want),
+			`return { sessions = require("claude").sessions(), notes = _G.notes }`, what)
+	}
+	// The terminal is on screen, and the current window.
+	e.Exec(t, `vim.api.nvim_set_current_win(vim.fn.bufwinid(...))`, term.Bufnr)
+	hook("UserPromptSubmit")
+	state("working", "the turn to start")
+	e.Exec(t, `vim.cmd("doautocmd FocusLost")`)
+	hook("Stop")
+	state("done", "the turn to end")
+	e.WaitFor(t, 10*time.Second, `#_G.notes > 0`, `return _G.notes`, "the done notice")
+	e.WaitFor(t, 10*time.Second, fmt.Sprintf(`(function() local f = io.open(%q) if not f then return false end
+		local s = f:read("*a") f:close() return s:find("\n") ~= nil end)()`, notified), `return _G.notes`, "the notifier to run")
+	b, err := os.ReadFile(notified)
+	if n := e.notes(t); err != nil || len(n) != 1 || !strings.Contains(n[0].Msg, "is done") || !strings.Contains(string(b), "is done") {
+		t.Fatalf("notes %+v, notifier %q (%v)", n, b, err)
+	}
+	e.Exec(t, `vim.cmd("doautocmd FocusGained")`)
+	state("idle", "the user back at the terminal to see it")
 }

@@ -95,12 +95,26 @@ function M.terminal_args(args, tools)
       M.release(args[i + 1])
     end
   end
-  local res = request("sessions.terminal", { dir = vim.fn.getcwd(-1, -1) })
+  -- the CLI keeps only the last --settings: ours carries the user's
+  local user
+  local full = require("claude.terminal").cmd(args)
+  for i = 2, #full do
+    if full[i] == "--settings" and full[i + 1] then
+      user = full[i + 1]
+    elseif full[i]:find("^%-%-settings=") then
+      user = full[i]:sub(#"--settings=" + 1)
+    end
+  end
+  local want = opts().hooks and tools and tools.socket
+  local res = request("sessions.terminal", { dir = vim.fn.getcwd(-1, -1), user_settings = want and user or nil })
   if type(res) ~= "table" or not res.id then
     return args
   end
   pending_id = res.id
-  if opts().hooks and tools and tools.socket and res.settings then
+  if want and res.warning then
+    util.notify("nvim-claude: " .. res.warning, vim.log.levels.WARN)
+  end
+  if want and res.settings and res.settings ~= "" then
     args = vim.deepcopy(args or {})
     table.insert(args, "--settings")
     table.insert(args, res.settings)
@@ -161,8 +175,11 @@ local function chat_of(s)
 end
 
 -- visible: whether the user sees the session now (its window is on this
--- tab page).
+-- tab page, and Neovim has the desktop's focus).
 local function visible(s)
+  if not require("claude.terminal").focused() then
+    return false
+  end
   if s.mode == "chat" then
     local c = chat_of(s)
     return c ~= nil and require("claude.chat").visible(c)
@@ -298,7 +315,7 @@ function M.attach()
       diff_event(ev, false)
     end,
   })
-  api.nvim_create_autocmd({ "BufEnter", "WinEnter" }, {
+  api.nvim_create_autocmd({ "BufEnter", "WinEnter", "FocusGained" }, {
     group = group,
     desc = "nvim-claude: a finished session is seen",
     callback = on_enter,
@@ -550,7 +567,8 @@ function M.handover(s)
   end
   M.stop(s)
   if s.mode == "chat" then
-    require("claude").start({ "--resume", s.claude_session }, true)
+    -- beside a running terminal, whose CLI goes on
+    M.start_new({ "--resume", s.claude_session })
   else
     require("claude.chat").open({ resume = s.claude_session, cwd = s.dir })
   end

@@ -399,6 +399,11 @@ function M.visible()
 end
 
 local focused = true -- Neovim's own window has the desktop's focus
+
+--- Whether Neovim has the desktop's focus (FocusLost / FocusGained).
+function M.focused()
+  return focused
+end
 local hid_for_diff = false
 
 -- A diff waits for the user: tell them when they are not looking at Claude
