@@ -151,11 +151,12 @@ func startDictation(t *testing.T, extra string) *dictEditor {
 }
 
 // startDictationWith: chat false leaves the chat unstubbed (the stub
-// replaces the server's requests: :ClaudeStart needs the real ones).
-func startDictationWith(t *testing.T, extra string, chat bool) *dictEditor {
+// replaces the server's requests: :ClaudeStart needs the real ones); env
+// is more of Neovim's environment (a PATH of stand-in recorders).
+func startDictationWith(t *testing.T, extra string, chat bool, env ...string) *dictEditor {
 	t.Helper()
 	cache := t.TempDir()
-	e := startEditor(t, editorOpts{extra: extra, nvim: []string{"XDG_CACHE_HOME=" + cache}})
+	e := startEditor(t, editorOpts{extra: extra, nvim: append([]string{"XDG_CACHE_HOME=" + cache}, env...)})
 	var ok bool
 	e.Eval(t, `return vim.fn.has("nvim-0.8") == 1`, &ok)
 	if !ok {
@@ -167,6 +168,24 @@ func startDictationWith(t *testing.T, extra string, chat bool) *dictEditor {
 	}
 	e.Exec(t, dictEvents)
 	return &dictEditor{chatUI: &chatUI{e}, cache: cache}
+}
+
+// fakeDictOpts are the dictation options of a stand-in recorder that
+// copies wav and the fake engine, both made in dir.
+func fakeDictOpts(t *testing.T, dir, wav string) string {
+	t.Helper()
+	return fmt.Sprintf(`dictation = { recorder = { cmd = { %q, %q, "{file}" } }, engine = "cmd", cmd = { %q, "{file}" } }`,
+		dictRecorder(t, dir), wav, dictFakeEngine(t, dir))
+}
+
+// startFakeDictation is startDictation with the stand-in recorder of a
+// second of silence (speech.wav in dir) and the fake engine.
+func startFakeDictation(t *testing.T) (d *dictEditor, dir, wav string) {
+	t.Helper()
+	dir = t.TempDir()
+	wav = filepath.Join(dir, "speech.wav")
+	silentWAV(t, wav, 16000)
+	return startDictation(t, ", "+fakeDictOpts(t, dir, wav)), dir, wav
 }
 
 // recordings lists the recordings' directories left in the cache.
@@ -205,11 +224,7 @@ func (d *dictEditor) promptText(t *testing.T) string {
 // file is private, <C-g> stops; the words land at the cursor exactly, as
 // one clean line; the events come in order; nothing is left behind.
 func TestDictationChatPrompt(t *testing.T) {
-	dir := t.TempDir()
-	wav := filepath.Join(dir, "speech.wav")
-	silentWAV(t, wav, 16000)
-	d := startDictation(t, fmt.Sprintf(`, dictation = { recorder = { cmd = { %q, %q, "{file}" } }, engine = "cmd", cmd = { %q, "{file}" } }`,
-		dictRecorder(t, dir), wav, dictFakeEngine(t, dir)))
+	d, dir, _ := startFakeDictation(t)
 	d.open(t)
 	d.focus(t, "1", "p")
 	d.Exec(t, `vim.api.nvim_buf_set_lines(0, 0, -1, false, { "please now" }) vim.api.nvim_win_set_cursor(0, { 1, 6 }) vim.cmd("startinsert")`)
@@ -979,20 +994,7 @@ func TestDictationRecorderFallback(t *testing.T) {
 	for _, name := range []string{"rec", "sox"} {
 		write(name, "#!/bin/sh\nexit 1\n")
 	}
-	cache := t.TempDir()
-	e := startEditor(t, editorOpts{
-		extra: fmt.Sprintf(`, dictation = { engine = "cmd", cmd = { %q, "{file}" } }`, dictFakeEngine(t, dir)),
-		nvim:  []string{"XDG_CACHE_HOME=" + cache, "PATH=" + bin + ":/usr/bin:/bin"},
-	})
-	var ok bool
-	e.Eval(t, `return vim.fn.has("nvim-0.8") == 1`, &ok)
-	if !ok {
-		t.Skip("dictation needs Neovim 0.8+")
-	}
-	e.Exec(t, captureNotify)
-	e.Exec(t, chatStub)
-	e.Exec(t, dictEvents)
-	d := &dictEditor{chatUI: &chatUI{e}, cache: cache}
+	d := startDictationWith(t, fmt.Sprintf(`, dictation = { engine = "cmd", cmd = { %q, "{file}" } }`, dictFakeEngine(t, dir)), true, "PATH="+bin+":/usr/bin:/bin")
 	d.open(t)
 	d.focus(t, "1", "p")
 	d.Exec(t, `vim.cmd("ClaudeDictate")`)
@@ -1161,11 +1163,7 @@ func TestDictationRecorderProcessGroup(t *testing.T) {
 // prompt's own <C-c> (interrupt) is what comes back there after, and the
 // current buffer's mappings stay where they were.
 func TestDictationFromAnotherWindowKeepsMappings(t *testing.T) {
-	dir := t.TempDir()
-	wav := filepath.Join(dir, "speech.wav")
-	silentWAV(t, wav, 16000)
-	d := startDictation(t, fmt.Sprintf(`, dictation = { recorder = { cmd = { %q, %q, "{file}" } }, engine = "cmd", cmd = { %q, "{file}" } }`,
-		dictRecorder(t, dir), wav, dictFakeEngine(t, dir)))
+	d, _, _ := startFakeDictation(t)
 	d.open(t)
 	d.Exec(t, `vim.cmd("botright new") vim.keymap.set("i", "<C-c>", "<Nop>", { buffer = 0, desc = "scratch" })`)
 	d.Exec(t, `vim.cmd("ClaudeDictate")`)
@@ -1345,11 +1343,7 @@ return out`, &descs, pbuf)
 // the recorder does not go on recording, orphaned; its directory is swept
 // by the next Neovim that dictates (TestDictationSweep).
 func TestDictationNeovimKilledStopsRecorder(t *testing.T) {
-	dir := t.TempDir()
-	wav := filepath.Join(dir, "speech.wav")
-	silentWAV(t, wav, 16000)
-	d := startDictation(t, fmt.Sprintf(`, dictation = { recorder = { cmd = { %q, %q, "{file}" } }, engine = "cmd", cmd = { %q, "{file}" } }`,
-		dictRecorder(t, dir), wav, dictFakeEngine(t, dir)))
+	d, _, _ := startFakeDictation(t)
 	d.open(t)
 	d.focus(t, "1", "p")
 	d.Exec(t, `vim.cmd("ClaudeDictate")`)
@@ -1371,11 +1365,7 @@ func TestDictationNeovimKilledStopsRecorder(t *testing.T) {
 // is an error naming the words, and the session still ends: no keys, no
 // file left, and the next dictation starts.
 func TestDictationInsertFails(t *testing.T) {
-	dir := t.TempDir()
-	wav := filepath.Join(dir, "speech.wav")
-	silentWAV(t, wav, 16000)
-	d := startDictation(t, fmt.Sprintf(`, dictation = { recorder = { cmd = { %q, %q, "{file}" } }, engine = "cmd", cmd = { %q, "{file}" } }`,
-		dictRecorder(t, dir), wav, dictFakeEngine(t, dir)))
+	d, _, _ := startFakeDictation(t)
 	d.open(t)
 	d.focus(t, "1", "p")
 	d.Exec(t, `vim.cmd("ClaudeDictate")`)
@@ -1529,20 +1519,7 @@ func TestDictationRecorderFailsAfterRecording(t *testing.T) {
 	for _, name := range []string{"parecord", "arecord", "rec", "sox"} {
 		write(name, "#!/bin/sh\nfor f; do :; done\n: > \"$f\"\nexit 1\n")
 	}
-	cache := t.TempDir()
-	e := startEditor(t, editorOpts{
-		extra: fmt.Sprintf(`, dictation = { engine = "cmd", cmd = { %q, "{file}" } }`, dictFakeEngine(t, dir)),
-		nvim:  []string{"XDG_CACHE_HOME=" + cache, "PATH=" + bin + ":/usr/bin:/bin"},
-	})
-	var ok bool
-	e.Eval(t, `return vim.fn.has("nvim-0.8") == 1`, &ok)
-	if !ok {
-		t.Skip("dictation needs Neovim 0.8+")
-	}
-	e.Exec(t, captureNotify)
-	e.Exec(t, chatStub)
-	e.Exec(t, dictEvents)
-	d := &dictEditor{chatUI: &chatUI{e}, cache: cache}
+	d := startDictationWith(t, fmt.Sprintf(`, dictation = { engine = "cmd", cmd = { %q, "{file}" } }`, dictFakeEngine(t, dir)), true, "PATH="+bin+":/usr/bin:/bin")
 	d.open(t)
 	d.focus(t, "1", "p")
 	d.Exec(t, `vim.cmd("ClaudeDictate")`)
@@ -1560,11 +1537,7 @@ func TestDictationRecorderFailsAfterRecording(t *testing.T) {
 // a warning says what to open, and the event says it too (a statusline
 // listening to ClaudeDictation learns of every failure).
 func TestDictationNoTarget(t *testing.T) {
-	dir := t.TempDir()
-	wav := filepath.Join(dir, "speech.wav")
-	silentWAV(t, wav, 16000)
-	d := startDictation(t, fmt.Sprintf(`, dictation = { recorder = { cmd = { %q, %q, "{file}" } }, engine = "cmd", cmd = { %q, "{file}" } }`,
-		dictRecorder(t, dir), wav, dictFakeEngine(t, dir)))
+	d, _, _ := startFakeDictation(t)
 	d.Exec(t, `vim.cmd("ClaudeDictate")`)
 	ev := waitDict(t, d.editor, "error", "started")
 	if ev.State != "error" || ev.Error != "no chat prompt or Claude terminal to dictate into" {
