@@ -190,24 +190,18 @@ local function open_panel()
     pcall(api.nvim_buf_set_name, buf, "claude-review://queue")
     state.panel = buf
     local k = keys()
-    map(buf, k.open, function()
-      local it = panel_item()
-      if it then
-        M.open_diff(it)
+    -- on_item: fn of the entry under the cursor, if any
+    local function on_item(fn)
+      return function()
+        local it = panel_item()
+        if it then
+          fn(it)
+        end
       end
-    end, "open the file's diff against its baseline")
-    map(buf, k.mark, function()
-      local it = panel_item()
-      if it then
-        M.mark(it)
-      end
-    end, "mark the file reviewed")
-    map(buf, k.revert_file, function()
-      local it = panel_item()
-      if it then
-        M.revert_file(it)
-      end
-    end, "revert the file (Claude's hunks)")
+    end
+    map(buf, k.open, on_item(M.open_diff), "open the file's diff against its baseline")
+    map(buf, k.mark, on_item(M.mark), "mark the file reviewed")
+    map(buf, k.revert_file, on_item(M.revert_file), "revert the file (Claude's hunks)")
     map(buf, k.next, function()
       M.next(1)
     end, "next file to review")
