@@ -292,6 +292,17 @@ local function command(v)
   return list_of_strings(v)
 end
 
+-- not_negative: a number's check, 0 allowed (zero: what 0 means, for the
+-- message).
+local function not_negative(zero)
+  local msg = "must be 0" .. (zero and (" (" .. zero .. ")") or "") .. " or more"
+  return function(v)
+    if v < 0 then
+      return msg
+    end
+  end
+end
+
 local function fraction(v)
   if v <= 0 or v > 1 then
     return "must be a fraction of the editor (0 < n <= 1)"
@@ -342,19 +353,11 @@ local schema = {
       },
       timeout_ms = {
         types = { "number" },
-        check = function(v)
-          if v < 0 then
-            return "must be 0 (no limit) or more"
-          end
-        end,
+        check = not_negative("no limit"),
       },
       max_output = {
         types = { "number" },
-        check = function(v)
-          if v < 0 then
-            return "must be 0 (no cap) or more"
-          end
-        end,
+        check = not_negative("no cap"),
       },
       python = { types = { "string" } },
     },
@@ -489,19 +492,11 @@ local schema = {
       notify = { types = { "boolean" } },
       history_size = {
         types = { "number" },
-        check = function(v)
-          if v < 0 then
-            return "must be 0 or more"
-          end
-        end,
+        check = not_negative(),
       },
       treesitter_max_lines = {
         types = { "number" },
-        check = function(v)
-          if v < 0 then
-            return "must be 0 or more"
-          end
-        end,
+        check = not_negative(),
       },
       keys = {
         table = (function()
@@ -546,11 +541,7 @@ local schema = {
       },
       panel_height = {
         types = { "number" },
-        check = function(v)
-          if v < 0 then
-            return "must be 0 or more"
-          end
-        end,
+        check = not_negative(),
       },
     },
   },
@@ -575,11 +566,7 @@ local schema = {
       cmd = { types = { "string", "table" }, check = command },
       max_seconds = {
         types = { "number" },
-        check = function(v)
-          if v < 0 then
-            return "must be 0 (no limit) or more"
-          end
-        end,
+        check = not_negative("no limit"),
       },
       keys = { table = { toggle = { types = { "string", "boolean" }, check = key_or_false } } },
     },
