@@ -11,7 +11,7 @@
 SHELL := /bin/bash
 GO ?= go
 CACHE_DIR ?= $(CURDIR)/.cache
-CLAUDE_VERSION ?= 2.1.331
+CLAUDE_VERSION ?= 2.1.332
 NVIM_LINES ?= 0.7 0.10 0.12
 export CACHE_DIR CLAUDE_VERSION
 export NVIM_DIST ?= $(CACHE_DIR)/nvim

@@ -19,7 +19,7 @@ import (
 
 // Version is the Claude Code CLI version the tests pin (env CLAUDE_VERSION
 // overrides it).
-const Version = "2.1.331"
+const Version = "2.1.332"
 
 // Binary returns the path of the claude binary for tests: env CLAUDE_BIN if
 // set, else <cache>/claude/<version>/node_modules/.bin/claude, where cache
