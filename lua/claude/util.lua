@@ -23,6 +23,35 @@ end
 
 M.uv = vim.uv or vim.loop
 
+--- Text from outside the plugin (a directory name, a buffer name, an
+--- error from a job) as one displayable line of at most max characters:
+--- the same rules as the host's display.Line — a newline shown as "⏎", a
+--- tab as a space, other control characters in caret notation (^[),
+--- C1 controls and direction marks as <U+XXXX>; cut with "…".
+function M.display(s, max)
+  s = tostring(s or "")
+  if not s:find("[%z\1-\31\127\194\225\226\239]") and (not max or #s <= max) then
+    return s
+  end
+  s = s:gsub("\r?\n", "⏎"):gsub("\t", " ")
+  s = s:gsub("[%z\1-\31]", function(c)
+    return "^" .. string.char(c:byte() + 64)
+  end):gsub("\127", "^?")
+  -- C1 controls (U+0080–U+009F), direction marks, embeddings, overrides,
+  -- isolates, line/paragraph separators and the BOM.
+  s = s:gsub("\194([\128-\159])", function(c)
+    return ("<U+%X>"):format(c:byte())
+  end)
+  for _, cp in ipairs({ 0x061C, 0x200E, 0x200F, 0x202A, 0x202B, 0x202C, 0x202D, 0x202E, 0x2066, 0x2067, 0x2068, 0x2069, 0x2028, 0x2029, 0xFEFF }) do
+    local ch = vim.fn.nr2char(cp)
+    s = s:gsub(vim.pesc(ch), ("<U+%04X>"):format(cp))
+  end
+  if max and vim.fn.strchars(s) > max then
+    s = vim.fn.strcharpart(s, 0, max - 1) .. "…"
+  end
+  return s
+end
+
 --- Brings buf's unmodified buffer up to date with its file: a local
 --- 'autoread' for one :checktime (no W11 prompt; the old text stays in undo).
 function M.checktime(buf)
