@@ -4,6 +4,9 @@ local M = {}
 
 local created = false
 
+--- The subcommands of :Claude, by name ("start", "chat-sessions").
+M.subcommands = {}
+
 local function claude()
   return require("claude")
 end
@@ -13,7 +16,13 @@ function M.create()
     return
   end
   created = true
-  local cmd = vim.api.nvim_create_user_command
+  -- Each :ClaudeXxx is also :Claude xxx (the lazy.nvim habit): the same
+  -- callback and completion, from this one list, so the two cannot drift.
+  local function cmd(name, fn, opts)
+    vim.api.nvim_create_user_command(name, fn, opts)
+    local sub = name:gsub("^Claude", ""):gsub("(%l)(%u)", "%1-%2"):lower()
+    M.subcommands[sub] = { name = name, fn = fn, opts = opts }
+  end
   cmd("ClaudeStart", function(o)
     claude().start(o.fargs, o.bang)
   end, { nargs = "*", bang = true, desc = "Start the Claude Code CLI in a terminal, connected to Neovim (! restarts it)" })
@@ -142,6 +151,59 @@ function M.create()
     end,
     desc = "List the files Claude changed in the current turn (or the session) to review",
   })
+
+  vim.api.nvim_create_user_command("Claude", function(o)
+    M.dispatch(o)
+  end, { nargs = "*", bang = true, range = true, complete = M.complete, desc = "Claude <subcommand>: every :ClaudeXxx command as :Claude xxx" })
+end
+
+--- :Claude <sub> [args]: runs :Claude<Sub> with the rest of the line, the
+--- bang and the range.
+function M.dispatch(o)
+  local sub = o.fargs[1]
+  local c = sub and M.subcommands[sub]
+  if not c then
+    local names = vim.tbl_keys(M.subcommands)
+    table.sort(names)
+    local msg = sub and ("nvim-claude: no subcommand %q"):format(require("claude.util").display(sub, 40))
+      or "nvim-claude: :Claude needs a subcommand"
+    vim.notify(msg .. "; one of: " .. table.concat(names, ", "), vim.log.levels.ERROR, { title = "nvim-claude" })
+    return
+  end
+  local fargs = vim.list_slice(o.fargs, 2)
+  local args = o.args:gsub("^%s*%S+%s*", "", 1)
+  local call = { fargs = fargs, args = args, bang = o.bang, line1 = o.line1, line2 = o.line2, range = o.range, count = o.count, mods = o.mods, smods = o.smods, name = c.name }
+  if not c.opts.range and o.range > 0 then
+    call.range, call.line1, call.line2 = 0, vim.fn.line("."), vim.fn.line(".")
+  end
+  if not c.opts.bang and o.bang then
+    vim.notify(("nvim-claude: :%s takes no !"):format(c.name), vim.log.levels.ERROR, { title = "nvim-claude" })
+    return
+  end
+  c.fn(call)
+end
+
+--- Completion of :Claude: subcommands first, then the subcommand's own.
+function M.complete(lead, line)
+  local words = vim.split(line:gsub("^%S*%s*", "", 1), "%s+")
+  if #words <= 1 then
+    local out = {}
+    for name in pairs(M.subcommands) do
+      if name:sub(1, #lead) == lead then
+        out[#out + 1] = name
+      end
+    end
+    table.sort(out)
+    return out
+  end
+  local c = M.subcommands[words[1]]
+  local comp = c and c.opts.complete
+  if type(comp) == "function" then
+    return comp(lead, line, #line)
+  elseif type(comp) == "string" then
+    return vim.fn.getcompletion(lead, comp)
+  end
+  return {}
 end
 
 return M
