@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nvim-claude/nvim-claude/app/host"
+	"github.com/nvim-claude/nvim-claude/host"
 )
 
 // pollEvery is how often the transcripts are looked at: one directory
@@ -50,7 +50,7 @@ type Queue struct {
 	mu       sync.Mutex
 	entries  []*entry
 	sessions map[string]*sessionState
-	opts     host.ReviewOptions
+	opts     Options
 	seen     map[string]bool // the uuids of the user records applied
 
 	// The poller's own state: setOptions's first scan, then only the
@@ -96,10 +96,15 @@ func (q *Queue) Hooks() host.Hooks {
 }
 
 func (q *Queue) setOptions(o host.Options) {
+	var r Options
+	if err := o.Decode("review", &r); err != nil {
+		q.log.Warn("options", "err", err)
+		return
+	}
 	q.mu.Lock()
-	q.opts = o.Review
+	q.opts = r
 	q.mu.Unlock()
-	if o.Review.ConfigDir == "" {
+	if r.ConfigDir == "" {
 		return
 	}
 	q.start.Do(func() {
@@ -109,6 +114,14 @@ func (q *Queue) setOptions(o host.Options) {
 		q.wg.Add(1)
 		go q.poll()
 	})
+}
+
+// Options are what the queue needs of setup(): where the CLI keeps its
+// session transcripts (its config directory) and the project they are
+// filed under (Neovim's cwd when the host started).
+type Options struct {
+	ConfigDir string `json:"config_dir"`
+	Cwd       string `json:"cwd"`
 }
 
 func (q *Queue) close() {
@@ -510,7 +523,7 @@ func (q *Queue) handleList(_ context.Context, r ref) (any, error) {
 	out := List{Scope: r.Scope, Items: []ListItem{}}
 	for i, it := range snaps {
 		li := ListItem{Session: it.session, Label: labels[i], Path: it.path, Reviewed: it.reviewed, Line: 1,
-			Denied: q.h.Workspace().Boundary().Denied(it.path)}
+			Denied: q.h.Workspace().Files().Denied(it.path)}
 		cur, err := current(it.path)
 		if err != nil {
 			// One file that cannot be read (a directory now, no
@@ -578,7 +591,7 @@ func (q *Queue) handleBaseline(_ context.Context, r ref) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if q.h.Workspace().Boundary().Denied(r.Path) {
+	if q.h.Workspace().Files().Denied(r.Path) {
 		return nil, fmt.Errorf("%s is deny-listed (security.deny): its diff is not shown", r.Path)
 	}
 	if base == nil {

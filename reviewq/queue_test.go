@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/nvim-claude/nvim-claude/app/core"
-	"github.com/nvim-claude/nvim-claude/app/host"
+	"github.com/nvim-claude/nvim-claude/host"
 )
 
 func newTestQueue(t *testing.T) *Queue {
@@ -143,7 +143,7 @@ func TestQueuePollsTranscripts(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := newTestQueue(t)
-	q.setOptions(host.Options{Review: host.ReviewOptions{ConfigDir: cfg, Cwd: proj}})
+	q.setOptions(reviewOptions(t, Options{ConfigDir: cfg, Cwd: proj}))
 	f, err := os.OpenFile(filepath.Join(dir, "s1.jsonl"), os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		t.Fatal(err)
@@ -180,7 +180,7 @@ func TestQueueLongProjectPath(t *testing.T) {
 	cfg, files := t.TempDir(), t.TempDir()
 	cwd := "/" + strings.Repeat("long-directory/", 20)
 	q := newTestQueue(t)
-	q.setOptions(host.Options{Review: host.ReviewOptions{ConfigDir: cfg, Cwd: cwd}})
+	q.setOptions(reviewOptions(t, Options{ConfigDir: cfg, Cwd: cwd}))
 	dir := filepath.Join(cfg, "projects", projectDirName(cwd)[:maxProjectName]+"-1a2b3c")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -215,7 +215,7 @@ func TestQueueSubagentWrites(t *testing.T) {
 		}
 	}
 	q := newTestQueue(t)
-	q.setOptions(host.Options{Review: host.ReviewOptions{ConfigDir: cfg, Cwd: proj}})
+	q.setOptions(reviewOptions(t, Options{ConfigDir: cfg, Cwd: proj}))
 	if err := os.MkdirAll(filepath.Join(dir, "S1", "subagents"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -448,4 +448,14 @@ func TestQueueForkCopiesAreNotWrites(t *testing.T) {
 			t.Errorf("%s: listed %v, want a.txt of the parent session alone", scope, got)
 		}
 	}
+}
+
+// reviewOptions are host options carrying r as setup()'s review table.
+func reviewOptions(t *testing.T, r Options) host.Options {
+	t.Helper()
+	o, err := host.OptionsOf(map[string]any{"review": r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
 }

@@ -28,7 +28,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nvim-claude/nvim-claude/app/host"
+	"github.com/nvim-claude/nvim-claude/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
 )
 

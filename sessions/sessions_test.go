@@ -43,7 +43,7 @@ func (h *fakeHost) Notify(string, string, any) error { return nil }
 func (h *fakeHost) Clients() []mcp.ClientInfo        { return nil }
 func (h *fakeHost) Running() bool                    { return true }
 func (h *fakeHost) EditorPID() int                   { return 1 }
-func (h *fakeHost) Workspace() *workspace.Workspace  { return workspace.New() }
+func (h *fakeHost) Workspace() workspace.View        { return workspace.New() }
 func (h *fakeHost) transitions() (out []string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -23,7 +23,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nvim-claude/nvim-claude/app/host"
+	"github.com/nvim-claude/nvim-claude/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/workspace"
 )
@@ -70,6 +70,9 @@ type Options struct {
 	Features func(h host.Host) []host.Feature
 	// NewServer builds the MCP server; nil means mcp.NewServer.
 	NewServer func(cfg mcp.Config) (Server, error)
+	// Workspace is the App's workspace (nil: a new one): the wiring keeps
+	// it to hand the one feature that reports folders its own port.
+	Workspace *workspace.Workspace
 }
 
 // App is the running application. Its zero value is not usable; call New.
@@ -100,6 +103,7 @@ type App struct {
 
 	mu     sync.Mutex
 	opts   *host.Options // nil until Lua sent them
+	single bool          // single_session, as the last options said
 	srv    Server
 	params StartParams
 	closed bool
@@ -112,6 +116,10 @@ type event struct {
 
 // New makes an App and starts its event pump. Close stops it.
 func New(opts Options) *App {
+	ws := opts.Workspace
+	if ws == nil {
+		ws = workspace.New()
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -127,7 +135,7 @@ func New(opts Options) *App {
 		newServer: newServer,
 		events:    make(chan event, 256),
 		stop:      make(chan struct{}),
-		ws:        workspace.New(),
+		ws:        ws,
 	}
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	if opts.Features != nil {
@@ -195,10 +203,23 @@ func (a *App) Register(r Registrar) error {
 func (a *App) SetOptions(o host.Options) {
 	a.optsMu.Lock()
 	defer a.optsMu.Unlock()
+	var single bool
+	if err := o.Decode("single_session", &single); err != nil {
+		a.log.Warn("options", "err", err)
+	}
 	a.mu.Lock()
 	a.opts = &o
+	a.single = single
 	a.mu.Unlock()
-	a.ws.Boundary().Update(workspace.Settings{Deny: o.Security.Deny, AllowHome: o.Security.AllowHome})
+	var sec struct {
+		// security.deny followed by security.deny_extra
+		Deny      []string `json:"deny"`
+		AllowHome bool     `json:"allow_home"`
+	}
+	if err := o.Decode("security", &sec); err != nil {
+		a.log.Warn("options", "err", err)
+	}
+	a.ws.Boundary().Update(workspace.Settings{Deny: sec.Deny, AllowHome: sec.AllowHome})
 	for _, h := range a.hooks {
 		if h.Options != nil {
 			h.Options(o)
@@ -210,7 +231,7 @@ func (a *App) SetOptions(o host.Options) {
 func (a *App) singleSession() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.opts != nil && a.opts.SingleSession
+	return a.opts != nil && a.single
 }
 
 // asyncParams are request_async's parameters: a request by name, and the
@@ -650,4 +671,4 @@ func (a *App) EditorPID() int {
 }
 
 // Workspace is the cwd, the folders and the file boundary.
-func (a *App) Workspace() *workspace.Workspace { return a.ws }
+func (a *App) Workspace() workspace.View { return a.ws }

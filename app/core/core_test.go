@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nvim-claude/nvim-claude/app/host"
+	"github.com/nvim-claude/nvim-claude/host"
 )
 
 // optionsFeature records the options its hook hears.
@@ -81,22 +81,31 @@ func TestOptionsReachFeaturesBeforeAndWhileRunning(t *testing.T) {
 		}
 	}
 	send(`{"execute":{"confirm":false,"timeout_ms":1500.5},"security":{"deny":["*.secret"]},"editor_tools":{"enable":true}}`)
-	if o, n := f.last(); n != 1 || o.Execute.Confirm || o.Execute.TimeoutMS != 1500.5 || !o.EditorTools.Enable {
+	type execute struct {
+		Confirm   bool    `json:"confirm"`
+		TimeoutMS float64 `json:"timeout_ms"`
+	}
+	var ex execute
+	var tools struct {
+		Enable bool `json:"enable"`
+	}
+	if o, n := f.last(); n != 1 || o.Decode("execute", &ex) != nil || o.Decode("editor_tools", &tools) != nil || ex.Confirm || ex.TimeoutMS != 1500.5 || !tools.Enable {
 		t.Fatalf("first options: %+v (%d)", o, n)
 	}
 	if err := start(); err != nil {
 		t.Fatal(err)
 	}
 	secret := filepath.Join(dir, "a.secret")
-	if !a.Workspace().Boundary().Denied(secret) {
+	if !a.Workspace().Files().Denied(secret) {
 		t.Fatal("the deny-list did not reach the boundary")
 	}
 	// setup() again while the server runs: confirm back on, nothing denied.
 	send(`{"execute":{"confirm":true},"security":{"deny":[]}}`)
-	if o, n := f.last(); n != 2 || !o.Execute.Confirm {
+	ex = execute{}
+	if o, n := f.last(); n != 2 || o.Decode("execute", &ex) != nil || !ex.Confirm {
 		t.Fatalf("options while running: %+v (%d)", o, n)
 	}
-	if a.Workspace().Boundary().Denied(secret) {
+	if a.Workspace().Files().Denied(secret) {
 		t.Fatal("the new deny-list did not replace the old one")
 	}
 	if _, err := r.reqs["options"](context.Background(), json.RawMessage(`{"execute":{"confirm":"yes"}}`)); err == nil {
