@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/nvim-claude/nvim-claude/app/host"
+	"github.com/nvim-claude/nvim-claude/display"
 	"github.com/nvim-claude/nvim-claude/mcp"
 )
 
@@ -101,6 +102,25 @@ func (x *Session) waitingFor(prompt string) string {
 // user ("": a CLI that does not tell the type).
 var askNotifications = map[string]bool{"": true, "permission_prompt": true, "worker_permission_prompt": true,
 	"elicitation_dialog": true, "elicitation_url_dialog": true, "agent_needs_input": true}
+
+// Caps of what a session shows: every such text comes from outside (a
+// directory name, the CLI's hook input, a chat's stream, a rename) and is
+// made displayable (display.Line) where it enters, so that the panel, the
+// notifications and a statusline never get a control character.
+const (
+	maxName    = 60  // a session's name
+	maxTool    = 60  // a tool's name
+	maxWaiting = 200 // what a session waits for, on one line
+)
+
+// cliSessionID keeps a CLI session id only when it looks like one: it
+// becomes the argument of --resume, so it must not be an option.
+func cliSessionID(s string) string {
+	if s == "" || len(s) > 100 || strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") != "" || s[0] == '-' || s[0] == '.' {
+		return ""
+	}
+	return s
+}
 
 // editTools are the tools whose call opens a diff.
 var editTools = map[string]bool{"Edit": true, "Write": true, "MultiEdit": true, "NotebookEdit": true}
@@ -287,6 +307,7 @@ func (s *Sessions) handleTerminal(_ context.Context, p terminalParams) (any, err
 	if name == "" {
 		name = filepath.Base(p.Dir)
 	}
+	name = display.Line(name, maxName)
 	s.byID[id] = &Session{ID: id, Name: name, Dir: p.Dir, Mode: ModeTerminal, State: Idle, Since: s.now().Unix(), order: s.seq}
 	s.mu.Unlock()
 	info := TerminalInfo{ID: id, Settings: HookSettings(s.bin(), id)}
@@ -424,7 +445,7 @@ func (s *Sessions) handleUpdate(_ context.Context, p updateParams) (any, error) 
 			s.mu.Unlock()
 			return nil, errors.New("a session's name cannot be empty")
 		}
-		x.Name = p.Name
+		x.Name = display.Line(strings.TrimSpace(p.Name), maxName)
 		snap := *x
 		s.mu.Unlock()
 		s.emit(snap, snap.State)
@@ -442,7 +463,7 @@ func (s *Sessions) handleUpdate(_ context.Context, p updateParams) (any, error) 
 		}
 	case "diff_opened":
 		x.diffs++
-		s.setLocked(x, NeedsInput, DiffWaiting+p.Tab)
+		s.setLocked(x, NeedsInput, display.Line(DiffWaiting+p.Tab, maxWaiting))
 	case "diff_closed":
 		if x.diffs > 0 {
 			x.diffs--
@@ -556,9 +577,11 @@ func (s *Sessions) Hook(c HookCall) error {
 		s.mu.Unlock()
 		return nil
 	}
-	if c.ClaudeSession != "" {
-		x.ClaudeSession = c.ClaudeSession
+	if id := cliSessionID(c.ClaudeSession); id != "" {
+		x.ClaudeSession = id
 	}
+	c.Tool = display.Line(c.Tool, maxTool)
+	c.Message = display.Line(c.Message, maxWaiting)
 	s.log.Debug("hook", "session", c.Session, "event", c.Event, "tool", c.Tool, "type", c.NotificationType)
 	switch c.Event {
 	case "UserPromptSubmit", "PreToolUse", "PostToolUse":
@@ -609,7 +632,7 @@ func (s *Sessions) ChatEvent(id, cwd, name string, data map[string]any) {
 	s.mu.Lock()
 	x := s.byID[sid]
 	if x == nil {
-		x = &Session{ID: sid, Name: "chat " + id + " · " + filepath.Base(cwd), Dir: cwd,
+		x = &Session{ID: sid, Name: display.Line("chat "+id+" · "+filepath.Base(cwd), maxName), Dir: cwd,
 			Mode: ModeChat, State: Idle, Since: s.now().Unix()}
 		s.seq++
 		x.order = s.seq
@@ -620,7 +643,7 @@ func (s *Sessions) ChatEvent(id, cwd, name string, data map[string]any) {
 		if v, ok := data["cost_usd"].(float64); ok {
 			x.CostUSD = v
 		}
-		if v, ok := data["session_id"].(string); ok && v != "" {
+		if v, _ := data["session_id"].(string); cliSessionID(v) != "" {
 			x.ClaudeSession = v
 		}
 		st, _ := data["state"].(string)
@@ -645,11 +668,12 @@ func (s *Sessions) ChatEvent(id, cwd, name string, data map[string]any) {
 		}
 	case "permission":
 		tool, _ := data["tool"].(string)
+		tool = display.Line(tool, maxTool)
 		if sum, _ := data["summary"].(string); sum != "" {
 			tool += ": " + sum
 		}
 		x.prompt = true
-		s.setLocked(x, NeedsInput, tool)
+		s.setLocked(x, NeedsInput, display.Line(tool, maxWaiting))
 	case "permission_done":
 		x.prompt = false
 		if x.State != NeedsInput {

@@ -386,3 +386,53 @@ func TestSettingsDirsOfGoneHostsAreSwept(t *testing.T) {
 		t.Fatalf("a live host's directory was swept: %v", err)
 	}
 }
+
+// TestOutsideTextIsDisplayable: whatever a directory name, the CLI's hook
+// input, a chat's stream or a rename hold, what a session shows (name,
+// waiting) has no control character; a CLI session id that is not one
+// (it becomes --resume's argument) is not kept.
+func TestOutsideTextIsDisplayable(t *testing.T) {
+	const hostile = "x\n\x1b]0;owned\a\x1b[2J\u202e\u009b"
+	const shown = "x⏎^[]0;owned^G^[[2J<U+202E><U+9B>"
+	s := New(&fakeHost{})
+	raw, _ := json.Marshal(map[string]string{"dir": "/proj/" + hostile})
+	res, err := s.Hooks().LuaRequests["sessions.terminal"](context.Background(), raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.(TerminalInfo).ID
+	s.ChatEvent("1", "/proj/"+hostile, "status", map[string]any{"state": "running", "session_id": "--dangerously-skip-permissions"})
+	s.ChatEvent("1", "/proj/"+hostile, "permission", map[string]any{"tool": "Bash" + hostile, "summary": hostile})
+	for _, tt := range []struct {
+		name string
+		call HookCall
+		want string // the waiting text
+	}{
+		{"a tool name", HookCall{Event: "PermissionRequest", Tool: "Bash" + hostile}, "Bash" + shown},
+		{"a notification", HookCall{Event: "Notification", NotificationType: "permission_prompt", Message: hostile}, shown},
+		{"a long notification is capped", HookCall{Event: "Notification", Message: strings.Repeat("é", 500)}, strings.Repeat("é", maxWaiting-1) + "…"},
+		{"a session id that is an option", HookCall{Event: "UserPromptSubmit", ClaudeSession: "--dangerously-skip-permissions"}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.call.Session = id
+			if err := s.Hook(tt.call); err != nil {
+				t.Fatal(err)
+			}
+			x := s.List()[0]
+			if x.Waiting != tt.want || x.Name != shown || x.ClaudeSession != "" {
+				t.Fatalf("name %q waiting %q session %q, want %q %q", x.Name, x.Waiting, x.ClaudeSession, shown, tt.want)
+			}
+		})
+	}
+	chat := s.List()[1]
+	if chat.Name != "chat 1 · "+shown || chat.Waiting != "Bash"+shown+": "+shown || chat.ClaudeSession != "" {
+		t.Fatalf("the chat: %+v", chat)
+	}
+	raw, _ = json.Marshal(map[string]string{"id": id, "event": "rename", "name": hostile})
+	if _, err := s.Hooks().LuaRequests["sessions.update"](context.Background(), raw); err != nil {
+		t.Fatal(err)
+	}
+	if x := s.List()[0]; x.Name != shown {
+		t.Fatalf("renamed to %q", x.Name)
+	}
+}

@@ -155,3 +155,109 @@ func TestSessionsDoneWhileAway(t *testing.T) {
 	e.Exec(t, `vim.cmd("doautocmd FocusGained")`)
 	state("idle", "the user back at the terminal to see it")
 }
+
+// hookCall runs the real hook entry point as the CLI would, with stdin as
+// the CLI's hook input.
+func hookCall(t *testing.T, sock, event, session, stdin string) {
+	t.Helper()
+	cmd := exec.Command(hostBin, "hook", event, session)
+	cmd.Env = []string{"NVIM_CLAUDE_MCP_SOCKET=" + sock}
+	cmd.Stdin = strings.NewReader(stdin)
+	if out, err := cmd.CombinedOutput(); err != nil || len(out) > 0 {
+		t.Fatalf("hook %s: %v %s", event, err, out)
+	}
+}
+
+// hasControl reports a character that a buffer, a statusline or a
+// terminal would obey rather than show.
+func hasControl(s string) bool {
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return true
+		}
+	}
+	return false
+}
+
+// Text from outside reaches Neovim only displayable: a project directory
+// whose name holds a newline, ESC and BEL, and hook input with the same,
+// while :ClaudeSessions is open. The panel draws, the statusline and every
+// notice (vim.notify and the notifier) show the characters instead of
+// obeying them, and no event is lost: the "needs you" and the "is done"
+// notices both go out.
+func TestSessionsHostileText(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "fake-claude")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho READY\nexec sleep 600\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "ws\n\x1b[31mred\a")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	notified := filepath.Join(t.TempDir(), "notifier.log")
+	e := startEditor(t, editorOpts{dir: dir, extra: fmt.Sprintf(`, terminal_cmd = { %q }, sessions = { notifier = { "sh", "-c", 'printf "%%s\\0" "$0" >> %s' } }`, script, notified)})
+	e.Exec(t, captureNotify)
+	e.Exec(t, `vim.cmd("ClaudeStart")`)
+	term := e.status(t).Terminal
+	if term == nil {
+		t.Fatalf(":ClaudeStart: notes %+v", e.notes(t))
+	}
+	killOnCleanup(t, term.PID)
+	killOnCleanup(t, e.hostPID(t))
+	var sock string
+	e.Eval(t, `return require("claude.terminal").editor_tools().socket`, &sock)
+	var name string
+	e.WaitFor(t, 10*time.Second, `#require("claude").sessions() == 1`, `return require("claude").sessions()`, "the session")
+	e.Eval(t, `return require("claude").sessions()[1].name`, &name)
+	if name != "ws⏎^[[31mred^G" {
+		t.Fatalf("the session of a directory named %q is named %q", filepath.Base(dir), name)
+	}
+	// The panel is open, the terminal out of sight (another tab page).
+	e.Exec(t, `vim.cmd("ClaudeSessions") vim.cmd("tabnew")`)
+	hookCall(t, sock, "UserPromptSubmit", "t1", `{"session_id":"abc"}`)
+	hookCall(t, sock, "Notification", "t1", `{"session_id":"abc","notification_type":"permission_prompt",
+		"message":"Claude needs your permission\n\u001b]0;owned\u0007\u001b[2J to use Bash\u0007"}`)
+	e.WaitFor(t, 10*time.Second, `(function() for _, n in ipairs(_G.notes) do if n.msg:find("needs you") then return true end end end)()`,
+		`return { notes = _G.notes, sessions = require("claude").sessions() }`, "the needs-you notice")
+	hookCall(t, sock, "Stop", "t1", `{"session_id":"abc"}`)
+	e.WaitFor(t, 10*time.Second, `(function() for _, n in ipairs(_G.notes) do if n.msg:find("is done") then return true end end end)()`,
+		`return { notes = _G.notes, sessions = require("claude").sessions() }`, "the is-done notice")
+
+	var panel []string
+	e.Eval(t, `for _, b in ipairs(vim.api.nvim_list_bufs()) do
+		if vim.bo[b].filetype == "claude-sessions" then return vim.api.nvim_buf_get_lines(b, 0, -1, false) end end`, &panel)
+	if len(panel) < 2 || hasControl(strings.Join(panel, "")) || !strings.Contains(panel[1], "ws⏎^[[31mred^G") || !strings.Contains(panel[1], "/ws⏎^[[31mred^G") {
+		t.Fatalf("the panel:\n%q", panel)
+	}
+	var line string
+	e.Eval(t, `return require("claude").statusline() .. "|" .. require("claude").sessions_statusline()`, &line)
+	if hasControl(line) {
+		t.Fatalf("statusline %q", line)
+	}
+	needs, done := 0, 0
+	for _, n := range e.notes(t) {
+		if hasControl(n.Msg) || n.Level >= 4 {
+			t.Fatalf("notice %+v", n)
+		}
+		if strings.Contains(n.Msg, "needs you") {
+			needs++
+			if !strings.Contains(n.Msg, "Claude needs your permission⏎^[]0;owned^G^[[2J to use Bash^G") || !strings.Contains(n.Msg, "ws⏎^[[31mred^G") {
+				t.Fatalf("the needs-you notice: %q", n.Msg)
+			}
+		}
+		if strings.Contains(n.Msg, "is done") {
+			done++
+		}
+	}
+	if needs != 1 || done != 1 {
+		t.Fatalf("%d needs-you and %d is-done notices, want one each: %+v", needs, done, e.notes(t))
+	}
+	e.WaitFor(t, 10*time.Second, fmt.Sprintf(`(function() local f = io.open(%q, "rb") if not f then return false end
+		local s = f:read("*a") f:close() return select(2, s:gsub("%%z", "")) >= 2 end)()`, notified), `return _G.notes`, "the notifier to run twice")
+	b, _ := os.ReadFile(notified)
+	for _, m := range strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00") {
+		if hasControl(m) {
+			t.Fatalf("the notifier got %q", m)
+		}
+	}
+}

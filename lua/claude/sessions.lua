@@ -187,13 +187,26 @@ local function visible(s)
   return term_bufs[s.id] ~= nil and tab_shows(term_bufs[s.id])
 end
 
+-- Caps of what the panel and the notices show of a session (each text
+-- comes from outside: a directory, the CLI's hooks, a chat's stream).
+local NAME_MAX, DIR_MAX, WAITING_MAX = 60, 80, 200
+
+local function name_of(s)
+  return util.display(s.name, NAME_MAX)
+end
+
+local function waiting_of(s)
+  return util.display(s.waiting, WAITING_MAX)
+end
+
 local function notify(s, state)
   local o = opts()
   local msg
   if state == "needs input" then
-    msg = string.format("Claude (%s) needs you%s", s.name, s.waiting and s.waiting ~= "" and (": " .. s.waiting) or "")
+    local w = waiting_of(s)
+    msg = string.format("Claude (%s) needs you%s", name_of(s), w ~= "" and (": " .. w) or "")
   else
-    msg = string.format("Claude (%s) is done", s.name)
+    msg = string.format("Claude (%s) is done", name_of(s))
   end
   -- a hidden chat's permission prompt is notified by the chat itself
   -- (chat.notify), and a terminal's diff by the diff review
@@ -236,14 +249,20 @@ function M._on_event(event, data)
     util.emit("ClaudeSessionState", { id = data.id, state = data.state, previous = data.previous })
   end
   vim.schedule(function()
-    if panel.buf and api.nvim_buf_is_valid(panel.buf) then
-      M._render()
-    end
-    if data.state ~= data.previous and (data.state == "needs input" or data.state == "done") and not visible(s) then
+    -- the notice first: a panel that fails to draw must not swallow it
+    local ok, shown = pcall(visible, s)
+    shown = ok and shown
+    if data.state ~= data.previous and (data.state == "needs input" or data.state == "done") and not shown then
       notify(s, data.state)
     end
-    if data.state == "done" and visible(s) then
+    if data.state == "done" and shown then
       update(s.id, "seen")
+    end
+    if panel.buf and api.nvim_buf_is_valid(panel.buf) then
+      local drawn, err = pcall(M._render)
+      if not drawn then
+        util.notify("nvim-claude: cannot draw :ClaudeSessions: " .. util.display(err, 200), vim.log.levels.ERROR)
+      end
     end
   end)
 end
@@ -345,16 +364,17 @@ end
 
 local function line(s)
   local cost = (tonumber(s.cost_usd) or 0) > 0 and string.format("$%.2f", s.cost_usd) or ""
+  local w = waiting_of(s)
   return string.format(
     "%-4s %-20s %-9s %-12s %5s %7s  %s%s",
-    s.id,
-    s.name,
-    s.mode,
-    s.state,
+    util.display(s.id, 8),
+    name_of(s),
+    util.display(s.mode, 10),
+    util.display(s.state, 12),
     since(s.since),
     cost,
-    vim.fn.fnamemodify(s.dir, ":~"),
-    s.waiting and s.waiting ~= "" and ("  — " .. s.waiting) or ""
+    util.display(vim.fn.fnamemodify(tostring(s.dir or ""), ":~"), DIR_MAX),
+    w ~= "" and ("  — " .. w) or ""
   )
 end
 
@@ -436,7 +456,7 @@ function M.open()
       if not s then
         return
       end
-      vim.ui.input({ prompt = "Rename " .. s.name .. ": ", default = s.name }, function(name)
+      vim.ui.input({ prompt = "Rename " .. name_of(s) .. ": ", default = name_of(s) }, function(name)
         if name and vim.trim(name) ~= "" then
           request("sessions.update", { id = s.id, event = "rename", name = name })
           refresh()
@@ -560,7 +580,7 @@ end
 function M.handover(s)
   if not s.claude_session or s.claude_session == "" then
     util.notify(
-      "nvim-claude: the CLI's session id of " .. s.name .. " is not known yet (it comes with the first turn; for the terminal, through its hooks)",
+      "nvim-claude: the CLI's session id of " .. name_of(s) .. " is not known yet (it comes with the first turn; for the terminal, through its hooks)",
       vim.log.levels.WARN
     )
     return
