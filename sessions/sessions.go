@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -25,7 +26,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/nvim-claude/nvim-claude/app/host"
@@ -139,6 +139,7 @@ type Sessions struct {
 	// diffOwner: the session each open diff of a terminal CLI is for, by
 	// the diff's tab name.
 	diffOwner map[string]string
+	sweepOnce sync.Once
 	// private is the 0700 directory of the settings layers that carry a
 	// user's --settings file ("" until one is needed); removed by Close.
 	private string
@@ -161,7 +162,9 @@ func (s *Sessions) Hooks() host.Hooks {
 			"sessions.terminal": host.Request("sessions.terminal", s.handleTerminal),
 			"sessions.update":   host.Request("sessions.update", s.handleUpdate),
 		},
-		Close: s.Close,
+		// the first options come as the host starts
+		Options: func(host.Options) { s.sweepOnce.Do(s.sweep) },
+		Close:   s.Close,
 	}
 }
 
@@ -182,7 +185,6 @@ func (s *Sessions) privateFile(id, content string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.private == "" {
-		sweepSettingsDirs()
 		dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", settingsDirPrefix, os.Getpid()))
 		if err != nil {
 			return "", fmt.Errorf("a private directory for the settings layer: %w", err)
@@ -213,18 +215,36 @@ func (s *Sessions) privateFile(id, content string) (string, error) {
 // can sweep the directory of a host killed outright.
 const settingsDirPrefix = "nvim-claude-settings-"
 
-// sweepSettingsDirs removes the settings directories of hosts that are gone.
-func sweepSettingsDirs() {
-	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), settingsDirPrefix+"*"))
+// sweepSettingsDirs removes, in tmp, the settings directories of hosts
+// that are gone (a Neovim and its host killed outright leave theirs, with
+// the user's settings in it): only a real directory (not a link) the user
+// owns, named by a host that is not self and not alive. It returns what it
+// removed.
+func sweepSettingsDirs(tmp string, self int, alive func(int) bool, owned func(fs.FileInfo) bool) []string {
+	dirs, _ := filepath.Glob(filepath.Join(tmp, settingsDirPrefix+"*"))
+	var removed []string
 	for _, d := range dirs {
 		rest := strings.TrimPrefix(filepath.Base(d), settingsDirPrefix)
 		pid, err := strconv.Atoi(rest[:max(strings.IndexByte(rest, '-'), 0)])
-		if err != nil || pid <= 0 || pid == os.Getpid() {
+		if err != nil || pid <= 0 || pid == self || alive(pid) {
 			continue
 		}
-		if p, err := os.FindProcess(pid); err == nil && errors.Is(p.Signal(syscall.Signal(0)), os.ErrProcessDone) {
-			_ = os.RemoveAll(d)
+		fi, err := os.Lstat(d)
+		if err != nil || !fi.IsDir() || !owned(fi) {
+			continue
 		}
+		if os.RemoveAll(d) == nil {
+			removed = append(removed, d)
+		}
+	}
+	return removed
+}
+
+// sweep removes the settings layers dead hosts left behind; run once per
+// host, when it starts (whether or not it ever writes a layer itself).
+func (s *Sessions) sweep() {
+	for _, d := range sweepSettingsDirs(os.TempDir(), os.Getpid(), hostAlive, ownedByUser) {
+		s.log.Info("removed the settings layer of a host that is gone", "dir", d)
 	}
 }
 

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -16,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nvim-claude/nvim-claude/app/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/workspace"
 )
@@ -370,6 +373,9 @@ func TestSettingsDirsOfGoneHostsAreSwept(t *testing.T) {
 		}
 	}
 	s := New(&fakeHost{})
+	// the sweep runs as the host starts (its first options), whether or
+	// not this host ever writes a layer
+	s.Hooks().Options(host.Options{})
 	path, err := s.privateFile("t1", "{}")
 	if err != nil {
 		t.Fatal(err)
@@ -434,5 +440,63 @@ func TestOutsideTextIsDisplayable(t *testing.T) {
 	}
 	if x := s.List()[0]; x.Name != shown {
 		t.Fatalf("renamed to %q", x.Name)
+	}
+}
+
+// TestSweepSettingsDirs: a later host removes the settings layers of hosts
+// that are gone, and nothing else: not a live host's, not its own, not a
+// directory someone else owns (or whose owner cannot be told), not a link
+// or a file that merely has the name.
+func TestSweepSettingsDirs(t *testing.T) {
+	tmp := t.TempDir()
+	const self, live, dead, foreign = 100, 200, 300, 400
+	mk := func(name string) string {
+		d := filepath.Join(tmp, name)
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "t1.json"), []byte(`{"env":{"KEY":"secret"}}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	gone := mk(fmt.Sprintf("%s%d-abc", settingsDirPrefix, dead))
+	kept := []string{
+		mk(fmt.Sprintf("%s%d-abc", settingsDirPrefix, self)),
+		mk(fmt.Sprintf("%s%d-abc", settingsDirPrefix, live)),
+		mk(fmt.Sprintf("%s%d-abc", settingsDirPrefix, foreign)),
+		mk(settingsDirPrefix + "x-abc"),
+	}
+	elsewhere := mk("elsewhere")
+	link := filepath.Join(tmp, fmt.Sprintf("%s%d-link", settingsDirPrefix, dead))
+	if err := os.Symlink(elsewhere, link); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(tmp, fmt.Sprintf("%s%d-file", settingsDirPrefix, dead))
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kept = append(kept, link, file, elsewhere)
+	foreignDir := kept[2]
+	removed := sweepSettingsDirs(tmp, self, func(pid int) bool { return pid == live },
+		func(fi fs.FileInfo) bool { return fi.Name() != filepath.Base(foreignDir) })
+	if len(removed) != 1 || removed[0] != gone {
+		t.Fatalf("removed %v, want only %s", removed, gone)
+	}
+	if _, err := os.Lstat(gone); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a dead host's layer is still there: %v", err)
+	}
+	for _, k := range kept {
+		if _, err := os.Lstat(k); err != nil {
+			t.Errorf("%s was removed: %v", k, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(elsewhere, "t1.json")); err != nil {
+		t.Errorf("the link's target lost its file: %v", err)
+	}
+	// An owner check that fails (here: every Stat_t refused) removes nothing.
+	mk(fmt.Sprintf("%s%d-def", settingsDirPrefix, dead))
+	if r := sweepSettingsDirs(tmp, self, func(int) bool { return false }, func(fs.FileInfo) bool { return false }); len(r) != 0 {
+		t.Fatalf("removed %v without knowing the owner", r)
 	}
 }

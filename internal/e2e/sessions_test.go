@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -259,5 +260,75 @@ func TestSessionsHostileText(t *testing.T) {
 		if hasControl(m) {
 			t.Fatalf("the notifier got %q", m)
 		}
+	}
+}
+
+// The settings layer that carries a --settings file of the user's (their
+// settings, an API key in env perhaps) does not outlive a Neovim and host
+// killed outright: the next start sweeps it, even a plain :ClaudeStart
+// without --settings. A directory of that name someone else owns is left
+// alone.
+func TestSessionsSettingsLayerSweptAfterKill(t *testing.T) {
+	tmp := t.TempDir()
+	script := filepath.Join(t.TempDir(), "fake-claude")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho READY\nexec sleep 600\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mine := filepath.Join(t.TempDir(), "mine.json")
+	if err := os.WriteFile(mine, []byte(`{"env":{"ANTHROPIC_API_KEY":"sk-secret"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := startEditor(t, editorOpts{nvim: []string{"TMPDIR=" + tmp}, extra: fmt.Sprintf(`, terminal_cmd = { %q, "--settings", %q }`, script, mine)})
+	e.Exec(t, captureNotify)
+	e.Exec(t, `vim.cmd("ClaudeStart")`)
+	term := e.status(t).Terminal
+	if term == nil {
+		t.Fatalf(":ClaudeStart: notes %+v", e.notes(t))
+	}
+	killOnCleanup(t, term.PID)
+	host := e.hostPID(t)
+	killOnCleanup(t, host)
+	layers, _ := filepath.Glob(filepath.Join(tmp, fmt.Sprintf("nvim-claude-settings-%d-*", host), "t1.json"))
+	if len(layers) != 1 {
+		t.Fatalf("no settings layer in %s: %v", tmp, layers)
+	}
+	var nvimPID int
+	e.Eval(t, `return vim.fn.getpid()`, &nvimPID)
+	for _, pid := range []int{nvimPID, host, term.PID} {
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, pid := range []int{nvimPID, host, term.PID} {
+		waitGone(t, pid, "a killed process")
+	}
+	_ = e.Nvim.Close()
+	if _, err := os.Stat(layers[0]); err != nil {
+		t.Fatalf("the layer is gone before any sweep: %v", err)
+	}
+	// Someone else's directory of the same name, of a host that is gone.
+	foreign := filepath.Join(tmp, fmt.Sprintf("nvim-claude-settings-%d-other", host))
+	if err := os.Mkdir(foreign, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	chowned := os.Geteuid() == 0 && os.Chown(foreign, 65534, 65534) == nil
+
+	// A plain :ClaudeStart, no --settings.
+	e2 := startEditor(t, editorOpts{nvim: []string{"TMPDIR=" + tmp}, extra: fmt.Sprintf(`, terminal_cmd = { %q }`, script)})
+	e2.Exec(t, captureNotify)
+	e2.Exec(t, `vim.cmd("ClaudeStart")`)
+	term2 := e2.status(t).Terminal
+	if term2 == nil {
+		t.Fatalf(":ClaudeStart: notes %+v", e2.notes(t))
+	}
+	killOnCleanup(t, term2.PID)
+	killOnCleanup(t, e2.hostPID(t))
+	waitFile(t, filepath.Dir(layers[0]), false)
+	if chowned {
+		if _, err := os.Stat(foreign); err != nil {
+			t.Fatalf("another user's directory was swept: %v", err)
+		}
+	} else {
+		t.Log("not root: the directory of another user is tested in the sessions package only")
 	}
 }
