@@ -327,7 +327,7 @@ func (s *Sessions) handleTerminal(_ context.Context, p terminalParams) (any, err
 	if name == "" {
 		name = filepath.Base(p.Dir)
 	}
-	name = display.Line(name, maxName)
+	name = s.uniqueNameLocked(display.Line(name, maxName))
 	s.byID[id] = &Session{ID: id, Name: name, Dir: p.Dir, Mode: ModeTerminal, State: Idle, Since: s.now().Unix(), order: s.seq}
 	s.mu.Unlock()
 	info := TerminalInfo{ID: id, Settings: HookSettings(s.bin(), id)}
@@ -346,6 +346,21 @@ func (s *Sessions) handleTerminal(_ context.Context, p terminalParams) (any, err
 		}
 	}
 	return info, nil
+}
+
+// uniqueNameLocked is name, or "name #2", "name #3" … when a session
+// listed already has it: two terminals started in one directory must not
+// both be "Claude (ws)" in a notice. s.mu is held.
+func (s *Sessions) uniqueNameLocked(name string) string {
+	taken := map[string]bool{}
+	for _, x := range s.byID {
+		taken[x.Name] = true
+	}
+	out := name
+	for k := 2; taken[out]; k++ {
+		out = name + " #" + strconv.Itoa(k)
+	}
+	return out
 }
 
 // LayerSettings is HookSettings over the user's own --settings value

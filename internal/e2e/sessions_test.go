@@ -37,19 +37,34 @@ func TestSessionsTerminals(t *testing.T) {
 	}
 	killOnCleanup(t, second.PID)
 	type sess struct {
-		ID, State string
-		PID       int
+		ID, State, Name string
+		PID             int
 	}
 	var list []sess
 	e.WaitFor(t, 10*time.Second, `#require("claude").sessions() == 2 and require("claude").sessions()[2].pid ~= nil`,
 		`return require("claude").sessions()`, "two terminal sessions")
 	e.Eval(t, `return require("claude").sessions()`, &list)
+	var dir string
+	e.Eval(t, `return vim.fn.fnamemodify(vim.fn.getcwd(), ":t")`, &dir)
 	if list[0].ID != "t1" || list[0].PID != first.PID || list[1].ID != "t2" || list[1].PID != second.PID {
 		t.Fatalf("sessions: %+v", list)
 	}
+	// Both started in one directory, yet named apart (panel, notices).
+	if list[0].Name != dir || list[1].Name != dir+" #2" {
+		t.Fatalf("two terminals of %s are named %q and %q", dir, list[0].Name, list[1].Name)
+	}
 
-	// The panel: x on t2 stops it; <CR> on t1 makes it current.
-	e.Exec(t, `vim.cmd("ClaudeSessions") vim.api.nvim_win_set_cursor(0, { 3, 0 })`)
+	// The panel: x on t2 stops it; <CR> on t1 makes it current. Asked
+	// for again from another window, the open panel gets the cursor.
+	e.Exec(t, `vim.cmd("ClaudeSessions") vim.cmd("wincmd t") vim.cmd("ClaudeSessions")`)
+	var ft string
+	var wins int
+	e.Eval(t, `return vim.bo.filetype`, &ft)
+	e.Eval(t, `return #vim.fn.win_findbuf(vim.api.nvim_get_current_buf())`, &wins)
+	if ft != "claude-sessions" || wins != 1 {
+		t.Fatalf("a second :ClaudeSessions left the cursor in a %q buffer (%d windows)", ft, wins)
+	}
+	e.Exec(t, `vim.api.nvim_win_set_cursor(0, { 3, 0 })`)
 	e.Exec(t, `vim.api.nvim_feedkeys("x", "x", false)`)
 	waitGone(t, second.PID, "the second terminal's CLI")
 	e.WaitFor(t, 10*time.Second, `require("claude").sessions()[2].state == "exited"`, `return require("claude").sessions()`, "t2 to exit")

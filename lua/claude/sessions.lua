@@ -473,10 +473,14 @@ function M.open()
     map("q", "<cmd>close<CR>", "nvim-claude: close the panel")
   end
   M._render()
-  if #vim.fn.win_findbuf(panel.buf) == 0 then
+  local wins = vim.fn.win_findbuf(panel.buf)
+  if #wins == 0 then
     vim.cmd("botright split")
     api.nvim_win_set_buf(0, panel.buf)
     api.nvim_win_set_height(0, math.min(#cache + 4, 15))
+  else
+    -- already open: the keys that follow must land in it
+    api.nvim_set_current_win(wins[1])
   end
   return panel.buf
 end
