@@ -375,3 +375,62 @@ func TestCLISessionDiffAnswer(t *testing.T) {
 		t.Fatalf("diff of %s", d.File)
 	}
 }
+
+// `h` in :ClaudeSessions on a terminal whose turn still runs (its answer
+// already on screen, the turn not ended) loses nothing: it says it waits,
+// the terminal's CLI goes on until the turn is done (working → done, not
+// working → exited), then the chat resumes the conversation, and the
+// chat's next request carries that answer.
+func TestCLISessionBusyHandover(t *testing.T) {
+	s := startSession(t, sessionOpts{})
+	var hasData bool
+	s.Eval(t, `return vim.fn.has("nvim-0.8") == 1`, &hasData)
+	if !hasData {
+		t.Skip("the chat needs Neovim 0.8+")
+	}
+	s.Exec(t, `_G.states = {}
+		vim.api.nvim_create_autocmd("User", { pattern = "ClaudeSessionState", callback = function(ev)
+			table.insert(_G.states, ev.data.id .. ":" .. ev.data.state)
+		end })`)
+	s.api.Script(fakeapi.Reply(fakeapi.Text("The answer is 42.")).Slow(1500*time.Millisecond),
+		fakeapi.Reply(fakeapi.Text("You were told 42.")))
+	s.submit(t, "what is the answer")
+	s.waitScreen(t, 60*time.Second, "The answer is 42.")
+	s.WaitFor(t, 30*time.Second, `(function() local x = require("claude").sessions()[1]
+			return x.state == "working" and (x.claude_session or "") ~= "" end)()`,
+		`return require("claude").sessions()`, "the turn to be running, with its session id")
+	s.Exec(t, `vim.cmd("ClaudeSessions") vim.api.nvim_win_set_cursor(0, { 2, 0 })`)
+	var before string
+	s.Eval(t, `local st = require("claude").sessions()[1].state
+		vim.api.nvim_feedkeys("h", "x", false)
+		return st`, &before)
+	if before != "working" {
+		t.Fatalf("the turn ended before h was pressed (%s): the test proves nothing", before)
+	}
+	var waiting []string
+	s.Eval(t, `return require("claude.sessions").handovers()`, &waiting)
+	if len(waiting) != 1 || waiting[0] != "t1" {
+		t.Fatalf("h on a working session did not wait for its turn: handovers %v, notes %+v", waiting, s.notes(t))
+	}
+	s.WaitFor(t, 10*time.Second, `(function() for _, n in ipairs(_G.notes) do if n.msg:find("when its turn ends", 1, true) then return true end end end)()`,
+		`return _G.notes`, "the notice that the handover waits")
+	waitGone(t, s.st.Terminal.PID, "the terminal's CLI, once its turn ended")
+	s.WaitFor(t, 30*time.Second, `(function() for _, x in ipairs(_G.states) do if x == "t1:exited" then return true end end end)()`,
+		`return _G.states`, "the terminal's session to exit")
+	var states []string
+	s.Eval(t, `return _G.states`, &states)
+	if got := strings.Join(states, " "); !strings.Contains(got, "t1:working t1:done") || !strings.Contains(got, "t1:exited") {
+		t.Fatalf("state events: %s", got)
+	}
+	s.WaitFor(t, 60*time.Second, `require("claude.chat").get("1") ~= nil`, `return { notes = _G.notes, sessions = require("claude").sessions() }`, "the chat")
+	s.Exec(t, `require("claude.chat.prompt").send(require("claude.chat").get("1"), "what did you tell me")`)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	r, err := s.api.WaitFor(ctx, func(r fakeapi.Request) bool { return r.Main && strings.Contains(r.Text(), "what did you tell me") })
+	if err != nil {
+		t.Fatalf("the chat sent no request: %v; notes %v", err, s.notes(t))
+	}
+	if !strings.Contains(r.Text(), "The answer is 42.") || strings.Contains(r.Text(), "No response requested.") {
+		t.Fatalf("the chat's request lacks the terminal's last answer:\n%s", r.Text())
+	}
+}

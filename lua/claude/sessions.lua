@@ -15,6 +15,7 @@ local pending_id = nil -- the session of the terminal CLI about to start
 local term_ids = {} -- terminal buffer → session id
 local term_bufs = {} -- session id → terminal buffer
 local panel = { buf = nil }
+local handing = {} -- session id → true: hand it over when its turn ends
 
 local function server()
   return package.loaded["claude.server"]
@@ -195,6 +196,10 @@ local function name_of(s)
   return util.display(s.name, NAME_MAX)
 end
 
+local function other_mode(s)
+  return s.mode == "chat" and "the terminal" or "a chat"
+end
+
 local function waiting_of(s)
   return util.display(s.waiting, WAITING_MAX)
 end
@@ -257,6 +262,9 @@ function M._on_event(event, data)
     end
     if data.state == "done" and shown then
       update(s.id, "seen")
+    end
+    if data.state ~= data.previous then
+      M._handover_due(s, data.state)
     end
     if panel.buf and api.nvim_buf_is_valid(panel.buf) then
       local drawn, err = pcall(M._render)
@@ -348,6 +356,7 @@ function M.detach()
   cache = {}
   pending_id = nil
   open_tabs = {}
+  handing = {}
 end
 
 -- :ClaudeSessions --------------------------------------------------------------
@@ -375,7 +384,7 @@ local function line(s)
     cost,
     util.display(vim.fn.fnamemodify(tostring(s.dir or ""), ":~"), DIR_MAX),
     w ~= "" and ("  — " .. w) or ""
-  )
+  ) .. (handing[s.id] and ("  → " .. other_mode(s) .. " when the turn ends (h cancels)") or "")
 end
 
 function M._render()
@@ -578,17 +587,8 @@ function M.release(claude_session, except_chat)
   end
 end
 
---- Continues session s in the other mode (the CLI's --resume): a chat in
---- the Claude terminal, the terminal's conversation in a chat. The other
---- side is stopped first.
-function M.handover(s)
-  if not s.claude_session or s.claude_session == "" then
-    util.notify(
-      "nvim-claude: the CLI's session id of " .. name_of(s) .. " is not known yet (it comes with the first turn; for the terminal, through its hooks)",
-      vim.log.levels.WARN
-    )
-    return
-  end
+-- hand_over continues s in the other mode now.
+local function hand_over(s)
   M.stop(s)
   if s.mode == "chat" then
     -- beside a running terminal, whose CLI goes on
@@ -597,5 +597,65 @@ function M.handover(s)
     require("claude.chat").open({ resume = s.claude_session, cwd = s.dir })
   end
 end
+
+--- Continues session s in the other mode (the CLI's --resume): a chat in
+--- the Claude terminal, the terminal's conversation in a chat. The other
+--- side is stopped first. A session whose turn still runs (working, or
+--- waiting for an answer) is handed over when that turn ends, so that its
+--- last answer goes along; asked again meanwhile, the wait is cancelled.
+function M.handover(s)
+  if not s.claude_session or s.claude_session == "" then
+    util.notify(
+      "nvim-claude: the CLI's session id of " .. name_of(s) .. " is not known yet (it comes with the first turn; for the terminal, through its hooks)",
+      vim.log.levels.WARN
+    )
+    return
+  end
+  if handing[s.id] then
+    handing[s.id] = nil
+    util.notify(string.format("nvim-claude: %s stays where it is (the handover is cancelled)", name_of(s)), vim.log.levels.INFO)
+  elseif s.state == "working" or s.state == "needs input" then
+    handing[s.id] = true
+    util.notify(
+      string.format(
+        "nvim-claude: %s is %s: it continues in %s when its turn ends, with every message (h on it again cancels)",
+        name_of(s),
+        s.state == "working" and "still working" or "waiting for your answer",
+        other_mode(s)
+      ),
+      vim.log.levels.INFO
+    )
+  else
+    hand_over(s)
+    return
+  end
+  if panel.buf and api.nvim_buf_is_valid(panel.buf) then
+    pcall(M._render)
+  end
+end
+
+--- The sessions waiting to be handed over when their turn ends (ids).
+function M.handovers()
+  local out = {}
+  for id in pairs(handing) do
+    table.insert(out, id)
+  end
+  table.sort(out)
+  return out
+end
+
+-- handover_due runs a handover that waited for the turn of s to end.
+local function handover_due(s, state)
+  if not handing[s.id] or state == "working" or state == "needs input" then
+    return
+  end
+  handing[s.id] = nil
+  if state == "exited" then
+    util.notify(string.format("nvim-claude: %s exited before its turn ended: not handed over", name_of(s)), vim.log.levels.WARN)
+    return
+  end
+  hand_over(s)
+end
+M._handover_due = handover_due
 
 return M
