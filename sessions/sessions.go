@@ -58,7 +58,37 @@ const HookMethod = "nvim-claude/hook"
 
 // MaxHookParams bounds a hook call's parameters: the hook command sends a
 // digest of the CLI's hook input, never a file's contents.
-const MaxHookParams = 16 << 10
+const MaxHookParams = 64 << 10
+
+// chatRequest is the request of a chat's "permission" event (tool, input,
+// description, request_id).
+func chatRequest(data map[string]any) *Request {
+	tool, _ := data["tool"].(string)
+	rid, _ := data["request_id"].(string)
+	var raw json.RawMessage
+	switch v := data["input"].(type) {
+	case json.RawMessage:
+		raw = v
+	case []byte:
+		raw = v
+	case string:
+		raw = json.RawMessage(v)
+	case nil:
+	default:
+		raw, _ = json.Marshal(v)
+	}
+	text, desc := RequestText(raw)
+	if text == "" || text == "{}" {
+		text, _ = data["summary"].(string)
+	}
+	if desc == "" {
+		desc, _ = data["description"].(string)
+	}
+	text, cut := CutText(text, MaxRequestText*4)
+	r := newRequest(tool, text, desc, cut, 0)
+	r.RequestID = rid
+	return r
+}
 
 // HookEvents are the CLI hook events HookSettings registers.
 // StopFailure ends a turn that an API error stops (Stop does not fire then).
@@ -76,6 +106,9 @@ type Session struct {
 	// Waiting is what a session in NeedsInput waits for ("Bash", a
 	// file name, the CLI's notification text).
 	Waiting string `json:"waiting,omitempty"`
+	// Request is what a session in NeedsInput is asked to allow, when
+	// known (a terminal's PermissionRequest hook, a chat's can_use_tool).
+	Request *Request `json:"request,omitempty"`
 	// ClaudeSession is the CLI's session id (for --resume), once known.
 	ClaudeSession string `json:"claude_session,omitempty"`
 	PID           int    `json:"pid,omitempty"`
@@ -84,6 +117,9 @@ type Session struct {
 	diffs  int
 	prompt bool
 	order  int // creation order, terminals and chats alike
+	// chatReqs are a chat's permission requests not answered yet, oldest
+	// first (Request is the first: the one the chat's prompt jumps to).
+	chatReqs []*Request
 	// edited: when the CLI last started an edit tool (PreToolUse), to
 	// tell whose a diff is when several terminals run.
 	edited time.Time
@@ -555,6 +591,9 @@ func (s *Sessions) diffSessionLocked(event, tab string) string {
 func (s *Sessions) setLocked(x *Session, state, waiting string) {
 	prev := x.State
 	x.Waiting = waiting
+	if state != NeedsInput {
+		x.Request = nil
+	}
 	if prev == state {
 		s.mu.Unlock()
 		return
@@ -584,6 +623,13 @@ type HookCall struct {
 	Tool             string `json:"tool,omitempty"`
 	Message          string `json:"message,omitempty"`
 	NotificationType string `json:"notification_type,omitempty"`
+	// Input is the text of the tool's input a PermissionRequest asks for
+	// (RequestText), cut in the middle when long (InputCut "1"); InputLines
+	// counts the lines of the whole; Description is the model's.
+	Input       string `json:"input,omitempty"`
+	InputCut    string `json:"input_cut,omitempty"`
+	InputLines  string `json:"input_lines,omitempty"`
+	Description string `json:"description,omitempty"`
 }
 
 func (s *Sessions) handleHook(_ context.Context, req *mcp.MethodRequest) (any, error) {
@@ -622,6 +668,7 @@ func (s *Sessions) Hook(c HookCall) error {
 	case "UserPromptSubmit", "PreToolUse", "PostToolUse":
 		// A tool ran or is about to: whatever prompt there was is answered.
 		x.prompt = false
+		x.Request = nil
 		if c.Event == "PreToolUse" && editTools[c.Tool] {
 			x.edited = s.now()
 		}
@@ -632,7 +679,9 @@ func (s *Sessions) Hook(c HookCall) error {
 		s.setLocked(x, Working, "")
 	case "PermissionRequest":
 		x.prompt = true
-		s.setLocked(x, NeedsInput, x.waitingFor(c.Tool))
+		lines, _ := strconv.Atoi(c.InputLines)
+		x.Request = newRequest(c.Tool, c.Input, c.Description, c.InputCut != "", lines)
+		s.setLocked(x, NeedsInput, x.waitingFor(x.Request.waiting()))
 	case "Notification":
 		// Only a question waits for the user: idle_prompt ("Claude is
 		// waiting for your input") comes long after Stop, and others
@@ -641,8 +690,14 @@ func (s *Sessions) Hook(c HookCall) error {
 			s.mu.Unlock()
 			return nil
 		}
+		waiting := c.Message
+		if x.prompt && x.Request != nil {
+			// the CLI's "needs your permission to use Bash" says less
+			// than the request it follows
+			waiting = x.Request.waiting()
+		}
 		x.prompt = true
-		s.setLocked(x, NeedsInput, x.waitingFor(c.Message))
+		s.setLocked(x, NeedsInput, x.waitingFor(waiting))
 	case "Stop", "StopFailure":
 		x.prompt, x.diffs = false, 0
 		s.setLocked(x, Done, "")
@@ -690,6 +745,7 @@ func (s *Sessions) ChatEvent(id, cwd, name string, data map[string]any) {
 			}
 			s.setLocked(x, Working, "")
 		case "idle":
+			x.chatReqs = nil
 			if x.State == Working || x.State == NeedsInput {
 				x.prompt = false
 				s.setLocked(x, Done, "")
@@ -697,19 +753,29 @@ func (s *Sessions) ChatEvent(id, cwd, name string, data map[string]any) {
 			}
 			s.mu.Unlock()
 		case "exited", "failed":
+			x.chatReqs = nil
 			s.setLocked(x, Exited, "")
 		default:
 			s.mu.Unlock()
 		}
 	case "permission":
-		tool, _ := data["tool"].(string)
-		tool = display.Line(tool, maxTool)
-		if sum, _ := data["summary"].(string); sum != "" {
-			tool += ": " + sum
-		}
+		x.chatReqs = append(x.chatReqs, chatRequest(data))
 		x.prompt = true
-		s.setLocked(x, NeedsInput, display.Line(tool, maxWaiting))
+		x.Request = x.chatReqs[0]
+		s.setLocked(x, NeedsInput, x.Request.waiting())
 	case "permission_done":
+		rid, _ := data["request_id"].(string)
+		for i, r := range x.chatReqs {
+			if r.RequestID == rid {
+				x.chatReqs = append(x.chatReqs[:i:i], x.chatReqs[i+1:]...)
+				break
+			}
+		}
+		if len(x.chatReqs) > 0 && x.State == NeedsInput {
+			x.Request = x.chatReqs[0]
+			s.setLocked(x, NeedsInput, x.Request.waiting())
+			return
+		}
 		x.prompt = false
 		if x.State != NeedsInput {
 			s.mu.Unlock()

@@ -414,9 +414,10 @@ func TestOutsideTextIsDisplayable(t *testing.T) {
 		call HookCall
 		want string // the waiting text
 	}{
-		{"a tool name", HookCall{Event: "PermissionRequest", Tool: "Bash" + hostile}, "Bash" + shown},
 		{"a notification", HookCall{Event: "Notification", NotificationType: "permission_prompt", Message: hostile}, shown},
 		{"a long notification is capped", HookCall{Event: "Notification", Message: strings.Repeat("é", 500)}, strings.Repeat("é", maxWaiting-1) + "…"},
+		{"a tool name", HookCall{Event: "PermissionRequest", Tool: "Bash" + hostile}, "Bash" + shown},
+		{"a command", HookCall{Event: "PermissionRequest", Tool: "Bash", Input: "ls " + hostile}, "Bash: ls x … (2 lines; the last: ^[]0;owned^G^[[2J<U+202E><U+9B>)"},
 		{"a session id that is an option", HookCall{Event: "UserPromptSubmit", ClaudeSession: "--dangerously-skip-permissions"}, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -431,7 +432,7 @@ func TestOutsideTextIsDisplayable(t *testing.T) {
 		})
 	}
 	chat := s.List()[1]
-	if chat.Name != "chat 1 · "+shown || chat.Waiting != "Bash"+shown+": "+shown || chat.ClaudeSession != "" {
+	if chat.Name != "chat 1 · "+shown || chat.Waiting != "Bash"+shown+": x … (2 lines; the last: ^[]0;owned^G^[[2J<U+202E><U+9B>)" || chat.ClaudeSession != "" {
 		t.Fatalf("the chat: %+v", chat)
 	}
 	raw, _ = json.Marshal(map[string]string{"id": id, "event": "rename", "name": hostile})

@@ -387,6 +387,41 @@ local function line(s)
   ) .. (handing[s.id] and ("  → " .. other_mode(s) .. " when the turn ends (h cancels)") or "")
 end
 
+-- request_view: the lines that show what session s is asked to allow
+-- (its request, from the host: the whole input, or its start and end with
+-- what was left out said), the model's description beside it.
+local function request_view(r, indent)
+  local out = {}
+  if type(r) ~= "table" then
+    return out
+  end
+  local n = tonumber(r.line_count) or 0
+  table.insert(
+    out,
+    indent
+      .. util.display(r.tool, 60)
+      .. (n > 1 and string.format(" (%d lines)", n) or "")
+      .. (r.whole == false and " — not all of it is shown here" or "")
+      .. ":"
+  )
+  for _, l in ipairs(type(r.lines) == "table" and r.lines or {}) do
+    table.insert(out, indent .. "│ " .. util.display(l, 220))
+  end
+  if r.description and r.description ~= "" then
+    table.insert(out, indent .. "Claude says: " .. util.display(r.description, 200))
+  end
+  return out
+end
+
+-- pending_request: the request of s worth showing in full (one that its
+-- one-line summary does not hold).
+local function pending_request(s)
+  local r = s.state == "needs input" and s.request
+  if type(r) == "table" and r.fits ~= true then
+    return r
+  end
+end
+
 function M._render()
   local buf = panel.buf
   local lines = { "id   name                 mode      state        since    cost  dir" }
@@ -394,6 +429,13 @@ function M._render()
   for _, s in ipairs(cache) do
     table.insert(lines, line(s))
     panel.ids[#lines] = s.id
+    local r = pending_request(s)
+    if r then
+      for _, l in ipairs(request_view(r, "     ")) do
+        table.insert(lines, l)
+        panel.ids[#lines] = s.id
+      end
+    end
   end
   if #cache == 0 then
     table.insert(lines, "(no session: :ClaudeStart or :ClaudeChat starts one)")
@@ -496,14 +538,45 @@ end
 
 local choices = { allow = "allow", always = "session", deny = "deny" }
 
---- :ClaudeAnswer [allow|always|deny]: goes to the oldest question any
---- session waits on and shows it — a chat's permission prompt (tool and
---- input, or the diff of an edit), the terminal's pending diff, or else the
---- terminal at the CLI's prompt — and, given a choice, answers it: a chat's
---- can_use_tool request (always: for the session), the terminal's diff
---- (allow and always accept, deny rejects). A terminal's own prompt can
---- only be answered in the terminal. Returns the session, or nil when none
---- waits.
+-- chat_here: the chat whose transcript is the current buffer, with a
+-- prompt waiting.
+local function chat_here()
+  local chat = package.loaded["claude.chat"]
+  local c = chat and chat.current and chat.current()
+  if c and c.tbuf == api.nvim_get_current_buf() and #require("claude.chat.permission").pending(c) > 0 then
+    return c
+  end
+end
+
+-- not_shown says why a request is not allowed from where the user stands,
+-- and shows it (the lines are displayable; one per line of the notice).
+local function not_shown(s, r, choice, how)
+  local what
+  if (tonumber(r.line_count) or 0) > 1 then
+    what = string.format("its %s input has %d lines", util.display(r.tool, 60), r.line_count)
+  else
+    what = string.format("its %s input is longer than a notice shows", util.display(r.tool, 60))
+  end
+  local lines = {
+    string.format("nvim-claude: not allowed: %s (%s), and you have not seen all of it. It is shown now; read it, then %s.", name_of(s), what, how),
+  }
+  vim.list_extend(lines, request_view(r, "  "))
+  util.notify(table.concat(lines, "\n"), vim.log.levels.WARN)
+end
+
+--- :ClaudeAnswer [allow|always|deny]. In a chat's transcript it answers
+--- the prompt under the cursor (with the cursor elsewhere there, it says
+--- where the waiting one is). Anywhere else it goes to the session that
+--- has waited longest and shows its question — a chat's permission prompt
+--- (the oldest of that chat), the terminal's pending diff, or else the
+--- terminal at the CLI's prompt (with the request it is asked to allow,
+--- in a notice) — and, given a choice, answers it: a chat's can_use_tool
+--- request (always: for the session), the terminal's diff (allow and
+--- always accept, deny rejects). An allow is given from elsewhere only
+--- when the one-line notice showed all of the input; otherwise the
+--- request is shown and the allow waits for a second :ClaudeAnswer at it.
+--- A terminal's own prompt can only be answered in the terminal. Returns
+--- the session, or nil when none waits.
 function M.answer(choice)
   if choice == "" then
     choice = nil
@@ -513,6 +586,22 @@ function M.answer(choice)
     return nil
   end
   refresh()
+  local perm_mod = package.loaded["claude.chat"] and require("claude.chat.permission")
+  local here = perm_mod and chat_here()
+  if here then
+    -- the user reads this transcript: what is under the cursor is seen
+    if choice then
+      perm_mod.answer(here, choices[choice])
+    else
+      perm_mod.jump(here)
+    end
+    for _, s in ipairs(cache) do
+      if s.id == "c" .. tostring(here.id) then
+        return s
+      end
+    end
+    return nil
+  end
   local oldest
   for _, s in ipairs(cache) do
     if s.state == "needs input" and (not oldest or s.since < oldest.since) then
@@ -531,9 +620,19 @@ function M.answer(choice)
     local chat = require("claude.chat")
     chat.show(c, true)
     local perm = require("claude.chat.permission")
-    if perm.jump(c) and choice then
-      perm.answer(c, choices[choice])
+    if not (perm.jump(c) and choice) then
+      return oldest
     end
+    local r = oldest.request
+    if choice ~= "deny" and not (type(r) == "table" and r.fits == true and r.request_id == perm.pending(c)[1]) then
+      if type(r) == "table" then
+        not_shown(oldest, r, choice, string.format("allow it there (:ClaudeAnswer %s again, with the cursor on it)", choice))
+      else
+        util.notify("nvim-claude: not allowed from here: the request is shown now; answer it there", vim.log.levels.WARN)
+      end
+      return oldest
+    end
+    perm.answer(c, choices[choice])
     return oldest
   end
   local diff = package.loaded["claude.diff"]
@@ -551,6 +650,12 @@ function M.answer(choice)
     end
   end
   M.jump(oldest)
+  local r = oldest.request
+  if type(r) == "table" then
+    local lines = { string.format("nvim-claude: %s asks to allow (answer in the terminal):", name_of(oldest)) }
+    vim.list_extend(lines, request_view(r, "  "))
+    util.notify(table.concat(lines, "\n"), vim.log.levels.WARN)
+  end
   if choice then
     util.notify("nvim-claude: the terminal's prompt is answered in the terminal (the IDE protocol cannot answer it)", vim.log.levels.INFO)
   end
