@@ -158,7 +158,7 @@ func TestCLISessionStates(t *testing.T) {
 		t.Fatal(err)
 	}
 	big, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "nvim-claude/hook",
-		"params": map[string]string{"session": "t1", "event": "Stop", "message": strings.Repeat("x", 20<<10)}})
+		"params": map[string]string{"session": "t1", "event": "Stop", "message": strings.Repeat("x", 100<<10)}})
 	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
 	_, _ = fmt.Fprintf(conn, "{\"token\":%q}\n%s\n", token, big)
 	answer, _ := bufio.NewReader(conn).ReadString('\n')
