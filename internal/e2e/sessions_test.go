@@ -276,6 +276,19 @@ func TestSessionsHostileText(t *testing.T) {
 			t.Fatalf("the notifier got %q", m)
 		}
 	}
+	// A --settings of the user's that cannot be read: the warning names
+	// it, shown.
+	e.Exec(t, `_G.notes = {} require("claude.config").options.terminal_cmd = { ..., "--settings", "no\nsuch\27[2J.json" } vim.cmd("ClaudeStartNew")`, script)
+	e.WaitFor(t, 10*time.Second, `(function() for _, n in ipairs(_G.notes) do if n.msg:find("--settings", 1, true) then return true end end end)()`,
+		`return _G.notes`, "the warning about the --settings")
+	for _, n := range e.notes(t) {
+		if hasControl(n.Msg) || (strings.Contains(n.Msg, "--settings") && !strings.Contains(n.Msg, "no⏎such^[[2J.json")) {
+			t.Fatalf("notice %q", n.Msg)
+		}
+	}
+	if st := e.status(t); st.Terminal != nil {
+		killOnCleanup(t, st.Terminal.PID)
+	}
 }
 
 // The settings layer that carries a --settings file of the user's (their

@@ -113,7 +113,7 @@ function M.terminal_args(args, tools)
   end
   pending_id = res.id
   if want and res.warning then
-    util.notify("nvim-claude: " .. res.warning, vim.log.levels.WARN)
+    util.notify("nvim-claude: " .. util.display(res.warning, 300), vim.log.levels.WARN)
   end
   if want and res.settings and res.settings ~= "" then
     args = vim.deepcopy(args or {})
