@@ -43,6 +43,7 @@ const (
 	summaryFirst   = 80  // characters of the first line in the summary
 	summaryLast    = 60  // and of the last
 	summaryDescMax = 100 // and of the description
+	maxDescription = 1000
 )
 
 // MaxRequestText bounds the input text a hook sends: a longer one keeps
@@ -116,7 +117,7 @@ func newRequest(tool, text, desc string, cut bool, lines int) *Request {
 		lines = len(raw)
 	}
 	r := &Request{Tool: display.Line(tool, maxTool), LineCount: lines, Whole: !cut,
-		Description: display.Line(strings.TrimSpace(desc), 0)}
+		Description: display.Line(strings.TrimSpace(desc), maxDescription)}
 	// a long line is wrapped, not cut: its end is what it runs
 	for _, l := range display.Lines(text, 0, 0) {
 		rs := []rune(l)
