@@ -1,5 +1,5 @@
-// Package sessions is the state of every Claude session this Neovim runs
-// (issue 20): the CLI in the Claude terminal and every chat, each
+// Package sessions is the state of every Claude session this Neovim runs:
+// the CLI in the Claude terminal and every chat, each
 // `working`, `needs input`, `done`, `idle` or `exited`, since when, with
 // its name, project directory, mode and cost where known.
 //
@@ -11,6 +11,12 @@
 // token-checked socket and calls the HookMethod method; and from the diffs
 // the CLI has open (Lua reports them). With the user's hooks disabled only
 // the diffs tell.
+//
+// Every text a session shows (its name, what it waits for, the request it
+// is asked to allow: Request) comes from outside and is made displayable
+// here, where it enters. The settings layers that carry a user's
+// --settings file are private files, removed with their CLI or host, and
+// those of a host killed outright by the next host's start.
 package sessions
 
 import (

@@ -1,4 +1,4 @@
--- Every Claude session at a glance (issue 20): the Claude terminal and the
+-- Every Claude session at a glance: the Claude terminal and the
 -- chats, each "working", "needs input", "done", "idle" or "exited". The
 -- state lives in the Go host (package sessions); this module registers the
 -- terminal's CLI with it, keeps the last list for statuslines, fires
@@ -550,7 +550,7 @@ end
 
 -- not_shown says why a request is not allowed from where the user stands,
 -- and shows it (the lines are displayable; one per line of the notice).
-local function not_shown(s, r, choice, how)
+local function not_shown(s, r, how)
   local what
   if (tonumber(r.line_count) or 0) > 1 then
     what = string.format("its %s input has %d lines", util.display(r.tool, 60), r.line_count)
@@ -626,7 +626,7 @@ function M.answer(choice)
     local r = oldest.request
     if choice ~= "deny" and not (type(r) == "table" and r.fits == true and r.request_id == perm.pending(c)[1]) then
       if type(r) == "table" then
-        not_shown(oldest, r, choice, string.format("allow it there (:ClaudeAnswer %s again, with the cursor on it)", choice))
+        not_shown(oldest, r, string.format("allow it there (:ClaudeAnswer %s again, with the cursor on it)", choice))
       else
         util.notify("nvim-claude: not allowed from here: the request is shown now; answer it there", vim.log.levels.WARN)
       end
