@@ -360,3 +360,67 @@ func TestSessionsSettingsLayerSweptAfterKill(t *testing.T) {
 		t.Log("not root: the directory of another user is tested in the sessions package only")
 	}
 }
+
+// `h` on a working session waits for its turn to end, says so and marks
+// the panel; `h` again cancels; a session that exits meanwhile is not
+// handed over, and the user is told. (The hand-over itself, with the real
+// CLI and a chat: TestCLISessionBusyHandover.)
+func TestSessionsHandoverWaitsAndCancels(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "fake-claude")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho READY\nexec sleep 600\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e := startEditor(t, editorOpts{extra: fmt.Sprintf(`, terminal_cmd = { %q }`, script)})
+	e.Exec(t, captureNotify)
+	e.Exec(t, `vim.cmd("ClaudeStart")`)
+	term := e.status(t).Terminal
+	if term == nil {
+		t.Fatalf(":ClaudeStart: notes %+v", e.notes(t))
+	}
+	killOnCleanup(t, term.PID)
+	killOnCleanup(t, e.hostPID(t))
+	var sock string
+	e.Eval(t, `return require("claude.terminal").editor_tools().socket`, &sock)
+	hookCall(t, sock, "UserPromptSubmit", "t1", `{"session_id":"abc-123"}`)
+	e.WaitFor(t, 10*time.Second, `require("claude").sessions()[1].state == "working"`, `return require("claude").sessions()`, "the turn")
+	e.Exec(t, `vim.cmd("ClaudeSessions") vim.api.nvim_win_set_cursor(0, { 2, 0 })`)
+	handovers := func() string {
+		var ids []string
+		e.Eval(t, `return require("claude.sessions").handovers()`, &ids)
+		return strings.Join(ids, ",")
+	}
+	note := func(want string) {
+		t.Helper()
+		e.WaitFor(t, 10*time.Second, fmt.Sprintf(`(function() for _, n in ipairs(_G.notes) do if n.msg:find(%q, 1, true) then return true end end end)()`, want),
+			`return _G.notes`, want)
+	}
+	e.Exec(t, `vim.api.nvim_feedkeys("h", "x", false)`)
+	if got := handovers(); got != "t1" {
+		t.Fatalf("h on a working session: handovers %q, notes %+v", got, e.notes(t))
+	}
+	note("continues in a chat when its turn ends")
+	var row string
+	e.Eval(t, `return vim.api.nvim_buf_get_lines(0, 1, 2, false)[1]`, &row)
+	if !strings.Contains(row, "→ a chat when the turn ends (h cancels)") {
+		t.Fatalf("the panel row: %q", row)
+	}
+	e.Exec(t, `vim.api.nvim_feedkeys("h", "x", false)`)
+	if got := handovers(); got != "" {
+		t.Fatalf("h again did not cancel: %q", got)
+	}
+	note("the handover is cancelled")
+	if !alive(term.PID) {
+		t.Fatal("the working terminal's CLI was stopped")
+	}
+	// Waiting again, then the CLI exits before its turn ends.
+	e.Exec(t, `vim.api.nvim_feedkeys("h", "x", false)`)
+	if got := handovers(); got != "t1" {
+		t.Fatalf("handovers %q", got)
+	}
+	e.Exec(t, `vim.api.nvim_feedkeys("x", "x", false)`)
+	waitGone(t, term.PID, "the stopped CLI")
+	note("exited before its turn ended: not handed over")
+	if got := handovers(); got != "" {
+		t.Fatalf("an exited session still waits to be handed over: %q", got)
+	}
+}
