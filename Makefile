@@ -34,7 +34,7 @@ all: build
 build: $(BIN) doc/tags
 
 $(BIN): $(GO_SOURCES)
-	@GO=$(GO) scripts/build-host
+	@GO=$(GO) scripts/build-host $(BIN)
 
 # :help nvim-claude needs doc/tags; generated, never committed.
 doc/tags: $(wildcard doc/*.txt)
