@@ -43,14 +43,20 @@ doc/tags: $(wildcard doc/*.txt)
 # The editor: nvim on PATH, else Neovim 0.12 into .cache. The CLI: claude on
 # PATH, else the pinned version into .cache, in the default permission mode so
 # that its edits open the diff review (its own default, auto mode, writes them
-# straight to disk).
+# straight to disk). DIR: the project to open (default: this checkout), e.g.
+#   make run DIR=~/src/app
+# Each download says what it does; an up-to-date host says nothing.
+DIR ?= $(CURDIR)
 run:
-	@nvim=$$(command -v nvim || scripts/get-nvim 0.12) && \
-	NVIM_CLAUDE_NVIM="$$nvim" $(MAKE) --no-print-directory build && \
+	@dir='$(DIR)'; case $$dir in "~"|"~/"*) dir=$$HOME$${dir#"~"} ;; esac; \
+	[ -d "$$dir" ] || { echo "make run: DIR=$$dir is not a directory (DIR is the project to open, e.g. make run DIR=~/src/app)" >&2; exit 1; }; \
+	dir=$$(cd "$$dir" && pwd) && \
+	nvim=$$(command -v nvim || scripts/get-nvim 0.12) && \
+	NVIM_CLAUDE_NVIM="$$nvim" $(MAKE) -s --no-print-directory build && \
 	claude=$$(command -v claude || scripts/install-claude $(CLAUDE_VERSION)) && \
-	echo "nvim: $$nvim  claude: $$claude" && \
-	exec "$$nvim" --cmd "set rtp^=$(CURDIR)" \
-	  -c "lua require('claude').setup({ terminal_cmd = { '$$claude', '--permission-mode', 'default' } })" \
+	echo "nvim: $$nvim  claude: $$claude  project: $$dir" && \
+	cd "$$dir" && exec "$$nvim" --cmd "set rtp^=$(CURDIR)" \
+	  -c "lua require('claude').setup({ bin = '$(abspath $(BIN))', terminal_cmd = { '$$claude', '--permission-mode', 'default' } })" \
 	  -c "ClaudeStart"
 
 test-deps:

@@ -783,3 +783,35 @@ func TestBuildLuaProgress(t *testing.T) {
 		last += i
 	}
 }
+
+// TestMissingHostSaysInstall: a plugin whose host was never built (a
+// lazy.nvim `dir =` spec runs no build) answers the first command with the
+// one command that installs it.
+func TestMissingHostSaysInstall(t *testing.T) {
+	root := pluginCopy(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, nvimtest.Bin(t), "--headless", "-u", "NONE", "-i", "NONE", "-n",
+		"--cmd", rtpPrepend, "-c", "runtime plugin/claude.lua",
+		"-c", `lua _G.notes = {} vim.notify = function(m, l) table.insert(_G.notes, { msg = m, level = l }) end`,
+		"-c", `lua require("claude").setup({})`,
+		"-c", "silent! ClaudeStart",
+		"-c", `lua vim.wait(5000, function() return #_G.notes > 0 end, 20) io.stdout:write(vim.json.encode(_G.notes))`,
+		"-c", "qa!")
+	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir(), "XDG_DATA_HOME="+t.TempDir(), "NVIM_CLAUDE_ROOT="+root)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("nvim: %v\n%s", err, out)
+	}
+	i := strings.Index(string(out), "[")
+	if i < 0 {
+		t.Fatalf("no notes: %s", out)
+	}
+	var notes []note
+	if err := json.Unmarshal(out[i:], &notes); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(notes) == 0 || !strings.Contains(notes[0].Msg, "not installed yet") || !strings.Contains(notes[0].Msg, "Run :ClaudeInstall") {
+		t.Errorf("the first command without a host: %+v", notes)
+	}
+}
