@@ -17,11 +17,15 @@ export CACHE_DIR CLAUDE_VERSION
 export NVIM_DIST ?= $(CACHE_DIR)/nvim
 
 BIN := bin/nvim-claude
-GO_SOURCES := $(shell find cmd app ide review kernel chatpanel mcp nvimbridge plugin workspace chat edtools -name '*.go' -o -name '*.lua' 2>/dev/null) go.mod go.sum
+# What the host is built from, read from `go list` (scripts/go-files), so
+# that an edit in any package it imports rebuilds it, whatever the packages
+# are called.
+GO_SOURCES := $(shell GO=$(GO) scripts/go-files host)
 
-# Packages whose tests start Neovim: run once per Neovim line. The rest run once.
-NVIM_PKGS := ./nvimbridge/... ./app/... ./ide/... ./review/... ./kernel/... ./edtools/... ./chatpanel/... ./cmd/... ./internal/e2e/... ./internal/soak/...
-PURE_PKGS := ./display/... ./host/... ./internal/release/... ./mcp/... ./chat/... ./workspace/... ./reviewq/... ./sessions/... ./internal/archtest/... ./internal/fakeapi/... ./internal/clienv/... ./internal/bench/...
+# Packages whose tests start Neovim: run once per Neovim line. The rest run
+# once. Also from `go list` (read only when a rule uses them).
+NVIM_PKGS = $(shell GO=$(GO) scripts/go-files nvim)
+PURE_PKGS = $(shell GO=$(GO) scripts/go-files pure)
 
 .PHONY: all build run test test-lua test-deps test-latest vet bench soak fuzz clean
 
@@ -30,7 +34,7 @@ all: build
 build: $(BIN) doc/tags
 
 $(BIN): $(GO_SOURCES)
-	@GO=$(GO) scripts/build-host
+	@GO=$(GO) scripts/build-host $(BIN)
 
 # :help nvim-claude needs doc/tags; generated, never committed.
 doc/tags: $(wildcard doc/*.txt)
@@ -39,14 +43,20 @@ doc/tags: $(wildcard doc/*.txt)
 # The editor: nvim on PATH, else Neovim 0.12 into .cache. The CLI: claude on
 # PATH, else the pinned version into .cache, in the default permission mode so
 # that its edits open the diff review (its own default, auto mode, writes them
-# straight to disk).
+# straight to disk). DIR: the project to open (default: this checkout), e.g.
+#   make run DIR=~/src/app
+# Each download says what it does; an up-to-date host says nothing.
+DIR ?= $(CURDIR)
 run:
-	@nvim=$$(command -v nvim || scripts/get-nvim 0.12) && \
-	NVIM_CLAUDE_NVIM="$$nvim" $(MAKE) --no-print-directory build && \
+	@dir='$(DIR)'; case $$dir in "~"|"~/"*) dir=$$HOME$${dir#"~"} ;; esac; \
+	[ -d "$$dir" ] || { echo "make run: DIR=$$dir is not a directory (DIR is the project to open, e.g. make run DIR=~/src/app)" >&2; exit 1; }; \
+	dir=$$(cd "$$dir" && pwd) && \
+	nvim=$$(command -v nvim || scripts/get-nvim 0.12) && \
+	NVIM_CLAUDE_NVIM="$$nvim" $(MAKE) -s --no-print-directory build && \
 	claude=$$(command -v claude || scripts/install-claude $(CLAUDE_VERSION)) && \
-	echo "nvim: $$nvim  claude: $$claude" && \
-	exec "$$nvim" --cmd "set rtp^=$(CURDIR)" \
-	  -c "lua require('claude').setup({ terminal_cmd = { '$$claude', '--permission-mode', 'default' } })" \
+	echo "nvim: $$nvim  claude: $$claude  project: $$dir" && \
+	cd "$$dir" && exec "$$nvim" --cmd "set rtp^=$(CURDIR)" \
+	  -c "lua require('claude').setup({ bin = '$(abspath $(BIN))', terminal_cmd = { '$$claude', '--permission-mode', 'default' } })" \
 	  -c "ClaudeStart"
 
 test-deps:
@@ -54,7 +64,7 @@ test-deps:
 
 vet:
 	$(GO) vet ./...
-	@out=$$(gofmt -l cmd app ide review kernel chatpanel mcp nvimbridge internal chat workspace edtools); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
+	@dirs=$$(GO=$(GO) scripts/go-files dirs) && out=$$(gofmt -l $$dirs) && if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
 
 # About 10 minutes on 2 cores once the downloads are cached; it prints a
 # line per package as it finishes and a summary table at the end.

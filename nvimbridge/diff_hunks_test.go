@@ -95,7 +95,9 @@ else vim.api.nvim_feedkeys(keys, "mx", false) end`
 				var bar string
 				e.Eval(t, `local buf = ... local win = vim.fn.win_findbuf(buf)[1]
 if vim.fn.has("nvim-0.8") == 0 then return require("claude.hunks").counter(require("claude.diff")._get(buf)) end
-return vim.wo[win].winbar`, &bar, v.ProposalBuf)
+-- what the bar shows, in a pane wide enough for the whole counter
+vim.api.nvim_win_set_width(win, 170)
+return vim.api.nvim_eval_statusline(vim.wo[win].winbar, { winid = win, use_winbar = true }).str`, &bar, v.ProposalBuf)
 				if !strings.Contains(bar, tt.counter) {
 					t.Errorf("counter %q, want %q", bar, tt.counter)
 				}

@@ -1,5 +1,5 @@
-// Package sessions is the state of every Claude session this Neovim runs
-// (issue 20): the CLI in the Claude terminal and every chat, each
+// Package sessions is the state of every Claude session this Neovim runs:
+// the CLI in the Claude terminal and every chat, each
 // `working`, `needs input`, `done`, `idle` or `exited`, since when, with
 // its name, project directory, mode and cost where known.
 //
@@ -11,6 +11,12 @@
 // token-checked socket and calls the HookMethod method; and from the diffs
 // the CLI has open (Lua reports them). With the user's hooks disabled only
 // the diffs tell.
+//
+// Every text a session shows (its name, what it waits for, the request it
+// is asked to allow: Request) comes from outside and is made displayable
+// here, where it enters. The settings layers that carry a user's
+// --settings file are private files, removed with their CLI or host, and
+// those of a host killed outright by the next host's start.
 package sessions
 
 import (
@@ -18,6 +24,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -25,9 +32,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/nvim-claude/nvim-claude/display"
 	"github.com/nvim-claude/nvim-claude/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
 )
@@ -57,7 +64,37 @@ const HookMethod = "nvim-claude/hook"
 
 // MaxHookParams bounds a hook call's parameters: the hook command sends a
 // digest of the CLI's hook input, never a file's contents.
-const MaxHookParams = 16 << 10
+const MaxHookParams = 64 << 10
+
+// chatRequest is the request of a chat's "permission" event (tool, input,
+// description, request_id).
+func chatRequest(data map[string]any) *Request {
+	tool, _ := data["tool"].(string)
+	rid, _ := data["request_id"].(string)
+	var raw json.RawMessage
+	switch v := data["input"].(type) {
+	case json.RawMessage:
+		raw = v
+	case []byte:
+		raw = v
+	case string:
+		raw = json.RawMessage(v)
+	case nil:
+	default:
+		raw, _ = json.Marshal(v)
+	}
+	text, desc := RequestText(raw)
+	if text == "" || text == "{}" {
+		text, _ = data["summary"].(string)
+	}
+	if desc == "" {
+		desc, _ = data["description"].(string)
+	}
+	text, cut := CutText(text, MaxRequestText*4)
+	r := newRequest(tool, text, desc, cut, 0)
+	r.RequestID = rid
+	return r
+}
 
 // HookEvents are the CLI hook events HookSettings registers.
 // StopFailure ends a turn that an API error stops (Stop does not fire then).
@@ -75,6 +112,9 @@ type Session struct {
 	// Waiting is what a session in NeedsInput waits for ("Bash", a
 	// file name, the CLI's notification text).
 	Waiting string `json:"waiting,omitempty"`
+	// Request is what a session in NeedsInput is asked to allow, when
+	// known (a terminal's PermissionRequest hook, a chat's can_use_tool).
+	Request *Request `json:"request,omitempty"`
 	// ClaudeSession is the CLI's session id (for --resume), once known.
 	ClaudeSession string `json:"claude_session,omitempty"`
 	PID           int    `json:"pid,omitempty"`
@@ -83,6 +123,9 @@ type Session struct {
 	diffs  int
 	prompt bool
 	order  int // creation order, terminals and chats alike
+	// chatReqs are a chat's permission requests not answered yet, oldest
+	// first (Request is the first: the one the chat's prompt jumps to).
+	chatReqs []*Request
 	// edited: when the CLI last started an edit tool (PreToolUse), to
 	// tell whose a diff is when several terminals run.
 	edited time.Time
@@ -102,6 +145,25 @@ func (x *Session) waitingFor(prompt string) string {
 var askNotifications = map[string]bool{"": true, "permission_prompt": true, "worker_permission_prompt": true,
 	"elicitation_dialog": true, "elicitation_url_dialog": true, "agent_needs_input": true}
 
+// Caps of what a session shows: every such text comes from outside (a
+// directory name, the CLI's hook input, a chat's stream, a rename) and is
+// made displayable (display.Line) where it enters, so that the panel, the
+// notifications and a statusline never get a control character.
+const (
+	maxName    = 60  // a session's name
+	maxTool    = 60  // a tool's name
+	maxWaiting = 200 // what a session waits for, on one line
+)
+
+// cliSessionID keeps a CLI session id only when it looks like one: it
+// becomes the argument of --resume, so it must not be an option.
+func cliSessionID(s string) string {
+	if s == "" || len(s) > 100 || strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") != "" || s[0] == '-' || s[0] == '.' {
+		return ""
+	}
+	return s
+}
+
 // editTools are the tools whose call opens a diff.
 var editTools = map[string]bool{"Edit": true, "Write": true, "MultiEdit": true, "NotebookEdit": true}
 
@@ -119,6 +181,7 @@ type Sessions struct {
 	// diffOwner: the session each open diff of a terminal CLI is for, by
 	// the diff's tab name.
 	diffOwner map[string]string
+	sweepOnce sync.Once
 	// private is the 0700 directory of the settings layers that carry a
 	// user's --settings file ("" until one is needed); removed by Close.
 	private string
@@ -141,7 +204,9 @@ func (s *Sessions) Hooks() host.Hooks {
 			"sessions.terminal": host.Request("sessions.terminal", s.handleTerminal),
 			"sessions.update":   host.Request("sessions.update", s.handleUpdate),
 		},
-		Close: s.Close,
+		// the first options come as the host starts
+		Options: func(host.Options) { s.sweepOnce.Do(s.sweep) },
+		Close:   s.Close,
 	}
 }
 
@@ -162,7 +227,6 @@ func (s *Sessions) privateFile(id, content string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.private == "" {
-		sweepSettingsDirs()
 		dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", settingsDirPrefix, os.Getpid()))
 		if err != nil {
 			return "", fmt.Errorf("a private directory for the settings layer: %w", err)
@@ -193,18 +257,36 @@ func (s *Sessions) privateFile(id, content string) (string, error) {
 // can sweep the directory of a host killed outright.
 const settingsDirPrefix = "nvim-claude-settings-"
 
-// sweepSettingsDirs removes the settings directories of hosts that are gone.
-func sweepSettingsDirs() {
-	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), settingsDirPrefix+"*"))
+// sweepSettingsDirs removes, in tmp, the settings directories of hosts
+// that are gone (a Neovim and its host killed outright leave theirs, with
+// the user's settings in it): only a real directory (not a link) the user
+// owns, named by a host that is not self and not alive. It returns what it
+// removed.
+func sweepSettingsDirs(tmp string, self int, alive func(int) bool, owned func(fs.FileInfo) bool) []string {
+	dirs, _ := filepath.Glob(filepath.Join(tmp, settingsDirPrefix+"*"))
+	var removed []string
 	for _, d := range dirs {
 		rest := strings.TrimPrefix(filepath.Base(d), settingsDirPrefix)
 		pid, err := strconv.Atoi(rest[:max(strings.IndexByte(rest, '-'), 0)])
-		if err != nil || pid <= 0 || pid == os.Getpid() {
+		if err != nil || pid <= 0 || pid == self || alive(pid) {
 			continue
 		}
-		if p, err := os.FindProcess(pid); err == nil && errors.Is(p.Signal(syscall.Signal(0)), os.ErrProcessDone) {
-			_ = os.RemoveAll(d)
+		fi, err := os.Lstat(d)
+		if err != nil || !fi.IsDir() || !owned(fi) {
+			continue
 		}
+		if os.RemoveAll(d) == nil {
+			removed = append(removed, d)
+		}
+	}
+	return removed
+}
+
+// sweep removes the settings layers dead hosts left behind; run once per
+// host, when it starts (whether or not it ever writes a layer itself).
+func (s *Sessions) sweep() {
+	for _, d := range sweepSettingsDirs(os.TempDir(), os.Getpid(), hostAlive, ownedByUser) {
+		s.log.Info("removed the settings layer of a host that is gone", "dir", d)
 	}
 }
 
@@ -287,6 +369,7 @@ func (s *Sessions) handleTerminal(_ context.Context, p terminalParams) (any, err
 	if name == "" {
 		name = filepath.Base(p.Dir)
 	}
+	name = s.uniqueNameLocked(display.Line(name, maxName))
 	s.byID[id] = &Session{ID: id, Name: name, Dir: p.Dir, Mode: ModeTerminal, State: Idle, Since: s.now().Unix(), order: s.seq}
 	s.mu.Unlock()
 	info := TerminalInfo{ID: id, Settings: HookSettings(s.bin(), id)}
@@ -305,6 +388,21 @@ func (s *Sessions) handleTerminal(_ context.Context, p terminalParams) (any, err
 		}
 	}
 	return info, nil
+}
+
+// uniqueNameLocked is name, or "name #2", "name #3" … when a session
+// listed already has it: two terminals started in one directory must not
+// both be "Claude (ws)" in a notice. s.mu is held.
+func (s *Sessions) uniqueNameLocked(name string) string {
+	taken := map[string]bool{}
+	for _, x := range s.byID {
+		taken[x.Name] = true
+	}
+	out := name
+	for k := 2; taken[out]; k++ {
+		out = name + " #" + strconv.Itoa(k)
+	}
+	return out
 }
 
 // LayerSettings is HookSettings over the user's own --settings value
@@ -424,7 +522,7 @@ func (s *Sessions) handleUpdate(_ context.Context, p updateParams) (any, error) 
 			s.mu.Unlock()
 			return nil, errors.New("a session's name cannot be empty")
 		}
-		x.Name = p.Name
+		x.Name = display.Line(strings.TrimSpace(p.Name), maxName)
 		snap := *x
 		s.mu.Unlock()
 		s.emit(snap, snap.State)
@@ -442,7 +540,7 @@ func (s *Sessions) handleUpdate(_ context.Context, p updateParams) (any, error) 
 		}
 	case "diff_opened":
 		x.diffs++
-		s.setLocked(x, NeedsInput, DiffWaiting+p.Tab)
+		s.setLocked(x, NeedsInput, display.Line(DiffWaiting+p.Tab, maxWaiting))
 	case "diff_closed":
 		if x.diffs > 0 {
 			x.diffs--
@@ -499,6 +597,9 @@ func (s *Sessions) diffSessionLocked(event, tab string) string {
 func (s *Sessions) setLocked(x *Session, state, waiting string) {
 	prev := x.State
 	x.Waiting = waiting
+	if state != NeedsInput {
+		x.Request = nil
+	}
 	if prev == state {
 		s.mu.Unlock()
 		return
@@ -528,6 +629,13 @@ type HookCall struct {
 	Tool             string `json:"tool,omitempty"`
 	Message          string `json:"message,omitempty"`
 	NotificationType string `json:"notification_type,omitempty"`
+	// Input is the text of the tool's input a PermissionRequest asks for
+	// (RequestText), cut in the middle when long (InputCut "1"); InputLines
+	// counts the lines of the whole; Description is the model's.
+	Input       string `json:"input,omitempty"`
+	InputCut    string `json:"input_cut,omitempty"`
+	InputLines  string `json:"input_lines,omitempty"`
+	Description string `json:"description,omitempty"`
 }
 
 func (s *Sessions) handleHook(_ context.Context, req *mcp.MethodRequest) (any, error) {
@@ -556,14 +664,17 @@ func (s *Sessions) Hook(c HookCall) error {
 		s.mu.Unlock()
 		return nil
 	}
-	if c.ClaudeSession != "" {
-		x.ClaudeSession = c.ClaudeSession
+	if id := cliSessionID(c.ClaudeSession); id != "" {
+		x.ClaudeSession = id
 	}
+	c.Tool = display.Line(c.Tool, maxTool)
+	c.Message = display.Line(c.Message, maxWaiting)
 	s.log.Debug("hook", "session", c.Session, "event", c.Event, "tool", c.Tool, "type", c.NotificationType)
 	switch c.Event {
 	case "UserPromptSubmit", "PreToolUse", "PostToolUse":
 		// A tool ran or is about to: whatever prompt there was is answered.
 		x.prompt = false
+		x.Request = nil
 		if c.Event == "PreToolUse" && editTools[c.Tool] {
 			x.edited = s.now()
 		}
@@ -574,7 +685,9 @@ func (s *Sessions) Hook(c HookCall) error {
 		s.setLocked(x, Working, "")
 	case "PermissionRequest":
 		x.prompt = true
-		s.setLocked(x, NeedsInput, x.waitingFor(c.Tool))
+		lines, _ := strconv.Atoi(c.InputLines)
+		x.Request = newRequest(c.Tool, c.Input, c.Description, c.InputCut != "", lines)
+		s.setLocked(x, NeedsInput, x.waitingFor(x.Request.waiting()))
 	case "Notification":
 		// Only a question waits for the user: idle_prompt ("Claude is
 		// waiting for your input") comes long after Stop, and others
@@ -583,8 +696,14 @@ func (s *Sessions) Hook(c HookCall) error {
 			s.mu.Unlock()
 			return nil
 		}
+		waiting := c.Message
+		if x.prompt && x.Request != nil {
+			// the CLI's "needs your permission to use Bash" says less
+			// than the request it follows
+			waiting = x.Request.waiting()
+		}
 		x.prompt = true
-		s.setLocked(x, NeedsInput, x.waitingFor(c.Message))
+		s.setLocked(x, NeedsInput, x.waitingFor(waiting))
 	case "Stop", "StopFailure":
 		x.prompt, x.diffs = false, 0
 		s.setLocked(x, Done, "")
@@ -609,7 +728,7 @@ func (s *Sessions) ChatEvent(id, cwd, name string, data map[string]any) {
 	s.mu.Lock()
 	x := s.byID[sid]
 	if x == nil {
-		x = &Session{ID: sid, Name: "chat " + id + " · " + filepath.Base(cwd), Dir: cwd,
+		x = &Session{ID: sid, Name: display.Line("chat "+id+" · "+filepath.Base(cwd), maxName), Dir: cwd,
 			Mode: ModeChat, State: Idle, Since: s.now().Unix()}
 		s.seq++
 		x.order = s.seq
@@ -620,7 +739,7 @@ func (s *Sessions) ChatEvent(id, cwd, name string, data map[string]any) {
 		if v, ok := data["cost_usd"].(float64); ok {
 			x.CostUSD = v
 		}
-		if v, ok := data["session_id"].(string); ok && v != "" {
+		if v, _ := data["session_id"].(string); cliSessionID(v) != "" {
 			x.ClaudeSession = v
 		}
 		st, _ := data["state"].(string)
@@ -632,6 +751,7 @@ func (s *Sessions) ChatEvent(id, cwd, name string, data map[string]any) {
 			}
 			s.setLocked(x, Working, "")
 		case "idle":
+			x.chatReqs = nil
 			if x.State == Working || x.State == NeedsInput {
 				x.prompt = false
 				s.setLocked(x, Done, "")
@@ -639,18 +759,29 @@ func (s *Sessions) ChatEvent(id, cwd, name string, data map[string]any) {
 			}
 			s.mu.Unlock()
 		case "exited", "failed":
+			x.chatReqs = nil
 			s.setLocked(x, Exited, "")
 		default:
 			s.mu.Unlock()
 		}
 	case "permission":
-		tool, _ := data["tool"].(string)
-		if sum, _ := data["summary"].(string); sum != "" {
-			tool += ": " + sum
-		}
+		x.chatReqs = append(x.chatReqs, chatRequest(data))
 		x.prompt = true
-		s.setLocked(x, NeedsInput, tool)
+		x.Request = x.chatReqs[0]
+		s.setLocked(x, NeedsInput, x.Request.waiting())
 	case "permission_done":
+		rid, _ := data["request_id"].(string)
+		for i, r := range x.chatReqs {
+			if r.RequestID == rid {
+				x.chatReqs = append(x.chatReqs[:i:i], x.chatReqs[i+1:]...)
+				break
+			}
+		}
+		if len(x.chatReqs) > 0 && x.State == NeedsInput {
+			x.Request = x.chatReqs[0]
+			s.setLocked(x, NeedsInput, x.Request.waiting())
+			return
+		}
 		x.prompt = false
 		if x.State != NeedsInput {
 			s.mu.Unlock()

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -16,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nvim-claude/nvim-claude/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/workspace"
 )
@@ -370,6 +373,9 @@ func TestSettingsDirsOfGoneHostsAreSwept(t *testing.T) {
 		}
 	}
 	s := New(&fakeHost{})
+	// the sweep runs as the host starts (its first options), whether or
+	// not this host ever writes a layer
+	s.Hooks().Options(host.Options{})
 	path, err := s.privateFile("t1", "{}")
 	if err != nil {
 		t.Fatal(err)
@@ -384,5 +390,114 @@ func TestSettingsDirsOfGoneHostsAreSwept(t *testing.T) {
 	}
 	if _, err := os.Stat(live); err != nil {
 		t.Fatalf("a live host's directory was swept: %v", err)
+	}
+}
+
+// TestOutsideTextIsDisplayable: whatever a directory name, the CLI's hook
+// input, a chat's stream or a rename hold, what a session shows (name,
+// waiting) has no control character; a CLI session id that is not one
+// (it becomes --resume's argument) is not kept.
+func TestOutsideTextIsDisplayable(t *testing.T) {
+	const hostile = "x\n\x1b]0;owned\a\x1b[2J\u202e\u009b"
+	const shown = "x⏎^[]0;owned^G^[[2J<U+202E><U+9B>"
+	s := New(&fakeHost{})
+	raw, _ := json.Marshal(map[string]string{"dir": "/proj/" + hostile})
+	res, err := s.Hooks().LuaRequests["sessions.terminal"](context.Background(), raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.(TerminalInfo).ID
+	s.ChatEvent("1", "/proj/"+hostile, "status", map[string]any{"state": "running", "session_id": "--dangerously-skip-permissions"})
+	s.ChatEvent("1", "/proj/"+hostile, "permission", map[string]any{"tool": "Bash" + hostile, "summary": hostile})
+	for _, tt := range []struct {
+		name string
+		call HookCall
+		want string // the waiting text
+	}{
+		{"a notification", HookCall{Event: "Notification", NotificationType: "permission_prompt", Message: hostile}, shown},
+		{"a long notification is capped", HookCall{Event: "Notification", Message: strings.Repeat("é", 500)}, strings.Repeat("é", maxWaiting-1) + "…"},
+		{"a tool name", HookCall{Event: "PermissionRequest", Tool: "Bash" + hostile}, "Bash" + shown},
+		{"a command", HookCall{Event: "PermissionRequest", Tool: "Bash", Input: "ls " + hostile}, "Bash: ls x … (2 lines; the last: ^[]0;owned^G^[[2J<U+202E><U+9B>)"},
+		{"a session id that is an option", HookCall{Event: "UserPromptSubmit", ClaudeSession: "--dangerously-skip-permissions"}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.call.Session = id
+			if err := s.Hook(tt.call); err != nil {
+				t.Fatal(err)
+			}
+			x := s.List()[0]
+			if x.Waiting != tt.want || x.Name != shown || x.ClaudeSession != "" {
+				t.Fatalf("name %q waiting %q session %q, want %q %q", x.Name, x.Waiting, x.ClaudeSession, shown, tt.want)
+			}
+		})
+	}
+	chat := s.List()[1]
+	if chat.Name != "chat 1 · "+shown || chat.Waiting != "Bash"+shown+": x … (2 lines; the last: ^[]0;owned^G^[[2J<U+202E><U+9B>)" || chat.ClaudeSession != "" {
+		t.Fatalf("the chat: %+v", chat)
+	}
+	raw, _ = json.Marshal(map[string]string{"id": id, "event": "rename", "name": hostile})
+	if _, err := s.Hooks().LuaRequests["sessions.update"](context.Background(), raw); err != nil {
+		t.Fatal(err)
+	}
+	if x := s.List()[0]; x.Name != shown {
+		t.Fatalf("renamed to %q", x.Name)
+	}
+}
+
+// TestSweepSettingsDirs: a later host removes the settings layers of hosts
+// that are gone, and nothing else: not a live host's, not its own, not a
+// directory someone else owns (or whose owner cannot be told), not a link
+// or a file that merely has the name.
+func TestSweepSettingsDirs(t *testing.T) {
+	tmp := t.TempDir()
+	const self, live, dead, foreign = 100, 200, 300, 400
+	mk := func(name string) string {
+		d := filepath.Join(tmp, name)
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "t1.json"), []byte(`{"env":{"KEY":"secret"}}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	gone := mk(fmt.Sprintf("%s%d-abc", settingsDirPrefix, dead))
+	kept := []string{
+		mk(fmt.Sprintf("%s%d-abc", settingsDirPrefix, self)),
+		mk(fmt.Sprintf("%s%d-abc", settingsDirPrefix, live)),
+		mk(fmt.Sprintf("%s%d-abc", settingsDirPrefix, foreign)),
+		mk(settingsDirPrefix + "x-abc"),
+	}
+	elsewhere := mk("elsewhere")
+	link := filepath.Join(tmp, fmt.Sprintf("%s%d-link", settingsDirPrefix, dead))
+	if err := os.Symlink(elsewhere, link); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(tmp, fmt.Sprintf("%s%d-file", settingsDirPrefix, dead))
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kept = append(kept, link, file, elsewhere)
+	foreignDir := kept[2]
+	removed := sweepSettingsDirs(tmp, self, func(pid int) bool { return pid == live },
+		func(fi fs.FileInfo) bool { return fi.Name() != filepath.Base(foreignDir) })
+	if len(removed) != 1 || removed[0] != gone {
+		t.Fatalf("removed %v, want only %s", removed, gone)
+	}
+	if _, err := os.Lstat(gone); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a dead host's layer is still there: %v", err)
+	}
+	for _, k := range kept {
+		if _, err := os.Lstat(k); err != nil {
+			t.Errorf("%s was removed: %v", k, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(elsewhere, "t1.json")); err != nil {
+		t.Errorf("the link's target lost its file: %v", err)
+	}
+	// An owner check that fails (here: every Stat_t refused) removes nothing.
+	mk(fmt.Sprintf("%s%d-def", settingsDirPrefix, dead))
+	if r := sweepSettingsDirs(tmp, self, func(int) bool { return false }, func(fs.FileInfo) bool { return false }); len(r) != 0 {
+		t.Fatalf("removed %v without knowing the owner", r)
 	}
 }

@@ -5,7 +5,7 @@ return {
     for _, c in ipairs({
       { "plain stays", "cat README.md", nil, "cat README.md" },
       { "newline shown", "a\nb", nil, "a⏎b" },
-      { "CRLF one mark", "a\r\nb", nil, "a⏎b" },
+      { "CR shown, LF a mark (as the host's display.Line)", "a\r\nb", nil, "a^M⏎b" },
       { "escape and bell in caret notation", "x\27[2Jy\7", nil, "x^[[2Jy^G" },
       { "DEL", "a\127b", nil, "a^?b" },
       { "tab is a space", "a\tb", nil, "a b" },

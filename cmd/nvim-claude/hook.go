@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/nvim-claude/nvim-claude/app"
 	"github.com/nvim-claude/nvim-claude/edtools/discovery"
 )
 
@@ -82,7 +84,7 @@ func hook(args []string, stdin io.Reader, getenv func(string) string) error {
 }
 
 // digest is what the host needs of the hook's input: never a file's
-// contents or a whole command. Input that is too large or not JSON still
+// contents; a PermissionRequest's command, up to the sessions feature's cap (app.HookRequest). Input that is too large or not JSON still
 // reports the event.
 func digest(event, session string, stdin io.Reader) map[string]string {
 	out := map[string]string{"event": event, "session": session}
@@ -91,11 +93,12 @@ func digest(event, session string, stdin io.Reader) map[string]string {
 		return out
 	}
 	var in struct {
-		SessionID        string `json:"session_id"`
-		Cwd              string `json:"cwd"`
-		ToolName         string `json:"tool_name"`
-		Message          string `json:"message"`
-		NotificationType string `json:"notification_type"`
+		SessionID        string          `json:"session_id"`
+		Cwd              string          `json:"cwd"`
+		ToolName         string          `json:"tool_name"`
+		ToolInput        json.RawMessage `json:"tool_input"`
+		Message          string          `json:"message"`
+		NotificationType string          `json:"notification_type"`
 	}
 	if json.Unmarshal(b, &in) != nil {
 		return out
@@ -104,6 +107,22 @@ func digest(event, session string, stdin io.Reader) map[string]string {
 		"message": in.Message, "notification_type": in.NotificationType} {
 		if v != "" {
 			out[k] = clip(v)
+		}
+	}
+	if event == "PermissionRequest" && len(in.ToolInput) > 0 {
+		// what the user is asked to allow, for the sessions panel and
+		// :ClaudeAnswer: the command (its start and its end when long),
+		// a file's name — never its contents
+		text, desc, lines, cut := app.HookRequest(in.ToolInput)
+		if text != "" {
+			out["input"] = text
+			out["input_lines"] = strconv.Itoa(lines)
+		}
+		if cut {
+			out["input_cut"] = "1"
+		}
+		if desc != "" {
+			out["description"] = clip(desc)
 		}
 	}
 	return out

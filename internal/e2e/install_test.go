@@ -65,6 +65,88 @@ func serveReleases(t *testing.T, rels map[string]release) string {
 	return srv.URL
 }
 
+// signer is a throwaway release key: the tests sign their fake releases
+// with it and point the install at its allowed_signers file through the
+// test-only NVIM_CLAUDE_TEST_RELEASE_KEY (honoured only for a loopback URL
+// with NVIM_CLAUDE_TEST_LOOPBACK=1). The project's key is not used: its
+// private half is not here.
+type signer struct {
+	dir     string
+	key     string // the private key file
+	signers string // its allowed_signers file
+}
+
+// Principal and namespace of a release signature (lua/claude/install.lua).
+const (
+	releaseSigner    = "release@nvim-claude"
+	releaseNamespace = "nvim-claude-release"
+)
+
+func newSigner(t *testing.T) *signer {
+	t.Helper()
+	if _, err := exec.LookPath("ssh-keygen"); err != nil {
+		t.Skip("no ssh-keygen: the install checks signatures with it")
+	}
+	s := &signer{dir: t.TempDir()}
+	s.key = filepath.Join(s.dir, "key")
+	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "test", "-f", s.key).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen: %v\n%s", err, out)
+	}
+	pub, err := os.ReadFile(s.key + ".pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.signers = filepath.Join(s.dir, "allowed_signers")
+	line := fmt.Sprintf("%s namespaces=%q %s", releaseSigner, releaseNamespace, pub)
+	if err := os.WriteFile(s.signers, []byte(line), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// sign is the SHA256SUMS.sig of body, as the release workflow makes it
+// (namespace: the release's, unless another is given).
+func (s *signer) sign(t *testing.T, body []byte, namespace ...string) []byte {
+	t.Helper()
+	ns := releaseNamespace
+	if len(namespace) > 0 {
+		ns = namespace[0]
+	}
+	f, err := os.CreateTemp(s.dir, "sums")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(body); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if out, err := exec.Command("ssh-keygen", "-Y", "sign", "-q", "-f", s.key, "-n", ns, f.Name()).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen -Y sign: %v\n%s", err, out)
+	}
+	sig, err := os.ReadFile(f.Name() + ".sig")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sig
+}
+
+// signed is a release of the given files whose SHA256SUMS (sums) is
+// signed by s.
+func (s *signer) signed(t *testing.T, sums string, files release) release {
+	t.Helper()
+	rel := release{"SHA256SUMS": []byte(sums), "SHA256SUMS.sig": s.sign(t, []byte(sums))}
+	for k, v := range files {
+		rel[k] = v
+	}
+	return rel
+}
+
+// env is what lets the install download from a loopback test server and
+// check against s's key.
+func (s *signer) env() []string {
+	return []string{"NVIM_CLAUDE_TEST_LOOPBACK=1", "NVIM_CLAUDE_TEST_RELEASE_KEY=" + s.signers}
+}
+
 func sumsLine(name string, body []byte) string {
 	h := sha256.Sum256(body)
 	return hex.EncodeToString(h[:]) + "  " + name + "\n"
@@ -103,11 +185,14 @@ func binFiles(t *testing.T, root string) []string {
 	return names
 }
 
-// TestInstallWithoutGo is issue 17's prebuilt path: with no usable Go, the
-// install downloads the asset of the plugin's version from the release
-// (here a local server), installs it only when its SHA-256 matches
-// SHA256SUMS and it runs as this version, and otherwise installs nothing,
-// leaves nothing behind and names both ways out.
+// TestInstallWithoutGo is the prebuilt path: with no usable Go, the install
+// downloads the asset of the plugin's version from the release (here a
+// local server), installs it only when the release's SHA256SUMS carries a
+// good signature by the release key, the asset's SHA-256 matches it and it
+// runs as this version, and otherwise installs nothing, leaves nothing
+// behind and says why. The attacks on the origin — a server that serves
+// its own SHA256SUMS, unsigned, signed by another key, with a signature of
+// something else, over plain http — each install nothing.
 func TestInstallWithoutGo(t *testing.T) {
 	host, err := os.ReadFile(hostBin)
 	if err != nil {
@@ -116,13 +201,23 @@ func TestInstallWithoutGo(t *testing.T) {
 	version := pluginVersion(t)
 	asset := assetName(version)
 	other := []byte("#!/bin/sh\necho 'nvim-claude 9.9.9'\n")
+	key, stranger := newSigner(t), newSigner(t)
+	good := sumsLine("nvim-claude_"+version+"_windows_amd64.exe", []byte("x")) + sumsLine(asset, host)
 	base := serveReleases(t, map[string]release{
-		"v" + version: {asset: host, "SHA256SUMS": []byte(sumsLine("nvim-claude_"+version+"_windows_amd64.exe", []byte("x")) + sumsLine(asset, host))},
-		"tampered":    {asset: host, "SHA256SUMS": []byte(sumsLine(asset, append([]byte("x"), host...)))},
-		"no-asset":    {"SHA256SUMS": []byte(sumsLine(asset, host))},
-		"not-listed":  {asset: host, "SHA256SUMS": []byte(sumsLine("something_else", host))},
-		"other":       {asset: other, "SHA256SUMS": []byte(sumsLine(asset, other))},
-		"two-sums":    {asset: host, "SHA256SUMS": []byte(sumsLine(asset, []byte("x")) + sumsLine(asset, host))},
+		"v" + version: key.signed(t, good, release{asset: host}),
+		"tampered":    key.signed(t, sumsLine(asset, append([]byte("x"), host...)), release{asset: host}),
+		"no-asset":    key.signed(t, sumsLine(asset, host), nil),
+		"not-listed":  key.signed(t, sumsLine("something_else", host), release{asset: host}),
+		"other":       key.signed(t, sumsLine(asset, other), release{asset: other}),
+		"two-sums":    key.signed(t, sumsLine(asset, []byte("x"))+sumsLine(asset, host), release{asset: host}),
+		// the attacks on the origin: each serves the right binary with a
+		// SHA256SUMS that matches it
+		"unsigned":     {asset: host, "SHA256SUMS": []byte(good)},
+		"stranger":     stranger.signed(t, good, release{asset: host}),
+		"other-file":   {asset: host, "SHA256SUMS": []byte(good), "SHA256SUMS.sig": key.sign(t, []byte(sumsLine(asset, other)))},
+		"other-use":    {asset: host, "SHA256SUMS": []byte(good), "SHA256SUMS.sig": key.sign(t, []byte(good), "git")},
+		"garbage-sig":  {asset: host, "SHA256SUMS": []byte(good), "SHA256SUMS.sig": []byte("-----BEGIN SSH SIGNATURE-----\nAAAA\n-----END SSH SIGNATURE-----\n")},
+		"tampered-sum": {asset: host, "SHA256SUMS": []byte(good + "\n"), "SHA256SUMS.sig": key.sign(t, []byte(good))},
 	})
 	// A port nothing listens on: no network.
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -137,32 +232,51 @@ func TestInstallWithoutGo(t *testing.T) {
 		t.Fatal(err)
 	}
 	noGo := "GO=" + filepath.Join(t.TempDir(), "no-such-go")
+	notSigned := "does not verify against the release key in"
+	localhost := strings.Replace(base, "127.0.0.1", "localhost", 1)
 
 	tests := []struct {
 		name      string
 		url       string
 		goEnv     string
+		env       []string // instead of key.env()
 		installed bool
 		want      []string
 	}{
-		{"good asset and no Go", base + "/v{version}", noGo, true,
-			[]string{"no Go on PATH", "downloaded " + asset, "SHA-256 " + hex.EncodeToString(sum(host)) + " matches SHA256SUMS", "installed"}},
-		{"good asset and Go too old", base + "/v" + version, "GO=" + oldGo, true,
+		{"good asset and no Go", base + "/v{version}", noGo, nil, true,
+			[]string{"no Go on PATH", "downloaded " + asset, "SHA256SUMS signed by the release key", "SHA-256 " + hex.EncodeToString(sum(host)) + " matches SHA256SUMS", "installed"}},
+		{"good asset and Go too old", base + "/v" + version, "GO=" + oldGo, nil, true,
 			[]string{"is Go 1.19.8, older than the 1.25", "downloaded " + asset, "matches SHA256SUMS"}},
-		{"wrong checksum", base + "/tampered", noGo, false,
+		{"localhost", localhost + "/v" + version, noGo, nil, true, []string{"downloaded " + asset}},
+		{"wrong checksum", base + "/tampered", noGo, nil, false,
 			[]string{"refused " + base + "/tampered/" + asset, "its SHA-256 is " + hex.EncodeToString(sum(host)), "Nothing was installed"}},
-		{"missing asset", base + "/no-asset", noGo, false,
+		{"missing asset", base + "/no-asset", noGo, nil, false,
 			[]string{"answered HTTP 404", "no release asset " + asset, "Two ways out", "https://go.dev/dl/", "bin/nvim-claude"}},
-		{"no such release", base + "/v0.0.0-none", noGo, false,
+		{"no such release", base + "/v0.0.0-none", noGo, nil, false,
 			[]string{"SHA256SUMS answered HTTP 404", "no release of version " + version, "Two ways out"}},
-		{"asset not in SHA256SUMS", base + "/not-listed", noGo, false,
+		{"asset not in SHA256SUMS", base + "/not-listed", noGo, nil, false,
 			[]string{"lists no checksum for " + asset, "was not downloaded"}},
-		{"asset of another version", base + "/other", noGo, false,
+		{"asset of another version", base + "/other", noGo, nil, false,
 			[]string{"refused", "it is version 9.9.9, not " + version, "Nothing was installed"}},
-		{"two checksums for the asset", base + "/two-sums", noGo, false,
+		{"two checksums for the asset", base + "/two-sums", noGo, nil, false,
 			[]string{"lists two different checksums for " + asset, "nothing was downloaded"}},
-		{"no network", closed, noGo, false,
-			[]string{"could not download " + closed + "/SHA256SUMS", "Two ways out", "install Go 1.25 or newer", "run `make` in", "download " + asset + " and SHA256SUMS from " + closed}},
+		{"no network", closed, noGo, nil, false,
+			[]string{"could not download " + closed + "/SHA256SUMS", "Two ways out", "install Go 1.25 or newer", "run `make` in", "download " + asset + ", SHA256SUMS and SHA256SUMS.sig from " + closed}},
+		{"unsigned list", base + "/unsigned", noGo, nil, false,
+			[]string{"refused the release at " + base + "/unsigned", "SHA256SUMS is not signed", "SHA256SUMS.sig answered HTTP 404", "Nothing was installed"}},
+		{"signed by another key", base + "/stranger", noGo, nil, false, []string{"refused the release", notSigned, "Nothing was installed"}},
+		{"signature of another list", base + "/other-file", noGo, nil, false, []string{"refused the release", notSigned}},
+		{"signature made for another use", base + "/other-use", noGo, nil, false, []string{"refused the release", notSigned}},
+		{"not a signature", base + "/garbage-sig", noGo, nil, false, []string{"refused the release", notSigned}},
+		{"list changed after signing", base + "/tampered-sum", noGo, nil, false, []string{"refused the release", notSigned}},
+		{"test server against the project's key", base + "/v" + version, noGo, []string{"NVIM_CLAUDE_TEST_LOOPBACK=1"}, false,
+			[]string{"refused the release", notSigned, "keys/release.allowed_signers"}},
+		{"http without the test switch", base + "/v" + version, noGo, []string{"NVIM_CLAUDE_TEST_RELEASE_KEY=" + key.signers}, false,
+			[]string{"refused to download from " + base + "/v" + version, "downloads are https only", "Nothing was installed"}},
+		{"http elsewhere", "http://example.invalid/v" + version, noGo, nil, false,
+			[]string{"refused to download from http://example.invalid/", "https only"}},
+		{"loopback in the user part", "http://127.0.0.1@example.invalid/v" + version, noGo, nil, false, []string{"https only"}},
+		{"ftp", "ftp://127.0.0.1/v" + version, noGo, nil, false, []string{"https only"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -181,7 +295,11 @@ func TestInstallWithoutGo(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(bin, "nvim-claude"), old, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			out, err := installRun(t, root, "auto", tt.goEnv, "NVIM_CLAUDE_RELEASE_URL="+tt.url)
+			env := key.env()
+			if tt.env != nil {
+				env = tt.env
+			}
+			out, err := installRun(t, root, "auto", append(env, tt.goEnv, "NVIM_CLAUDE_RELEASE_URL="+tt.url)...)
 			if (err == nil) != tt.installed {
 				t.Errorf("exit: %v, want success %v; output:\n%s", err, tt.installed, out)
 			}
@@ -222,17 +340,46 @@ func TestMakeWithoutGoDownloads(t *testing.T) {
 	}
 	version := pluginVersion(t)
 	asset := assetName(version)
-	base := serveReleases(t, map[string]release{"v" + version: {asset: host, "SHA256SUMS": []byte(sumsLine(asset, host))}})
+	key, stranger := newSigner(t), newSigner(t)
+	sums := sumsLine(asset, host)
+	base := serveReleases(t, map[string]release{
+		"v" + version: key.signed(t, sums, release{asset: host}),
+		"stranger":    stranger.signed(t, sums, release{asset: host}),
+		"unsigned":    {asset: host, "SHA256SUMS": []byte(sums)},
+	})
 	noGo := "GO=" + filepath.Join(t.TempDir(), "no-such-go")
 
+	makeBuild := func(t *testing.T, root, url string) (string, error) {
+		t.Helper()
+		cmd := exec.Command("make", "-C", root, "build")
+		cmd.Env = append(os.Environ(), noGo, "NVIM_CLAUDE_NVIM="+nvimtest.Bin(t), "NVIM=/tmp/some-neovim-socket", "NVIM_CLAUDE_RELEASE_URL="+url, "MAKEFLAGS=")
+		cmd.Env = append(cmd.Env, key.env()...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	for _, tt := range []struct{ name, url, want string }{
+		{"signed by another key", base + "/stranger", "does not verify against the release key"},
+		{"unsigned", base + "/unsigned", "SHA256SUMS is not signed"},
+		{"plain http elsewhere", "http://example.invalid/v{version}", "https only"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			root := pluginCopy(t)
+			out, err := makeBuild(t, root, tt.url)
+			if err == nil || !strings.Contains(out, tt.want) || !strings.Contains(out, "Nothing was installed") {
+				t.Errorf("make: %v, want a failure saying %q and that nothing was installed:\n%s", err, tt.want, out)
+			}
+			if got := binFiles(t, root); len(got) != 0 {
+				t.Errorf("bin/ holds %v after a refused download", got)
+			}
+		})
+	}
+
 	root := pluginCopy(t)
-	cmd := exec.Command("make", "-C", root, "build")
-	cmd.Env = append(os.Environ(), noGo, "NVIM_CLAUDE_NVIM="+nvimtest.Bin(t), "NVIM=/tmp/some-neovim-socket", "NVIM_CLAUDE_RELEASE_URL="+base+"/v{version}", "MAKEFLAGS=")
-	out, err := cmd.CombinedOutput()
+	out, err := makeBuild(t, root, base+"/v{version}")
 	if err != nil {
 		t.Fatalf("make: %v\n%s", err, out)
 	}
-	for _, w := range []string{"Go 1.25 or newer is needed", "downloading the prebuilt host instead", "SHA-256", "installed"} {
+	for _, w := range []string{"Go 1.25 or newer is needed", "downloading the prebuilt host instead", "signed by the release key", "SHA-256", "installed"} {
 		if !strings.Contains(string(out), w) {
 			t.Errorf("make's output lacks %q:\n%s", w, out)
 		}
@@ -268,7 +415,12 @@ func TestClaudeInstallCommand(t *testing.T) {
 	}
 	version := pluginVersion(t)
 	asset := assetName(version)
-	base := serveReleases(t, map[string]release{"r": {asset: host, "SHA256SUMS": []byte(sumsLine(asset, host))}})
+	key := newSigner(t)
+	sums := sumsLine(asset, host)
+	base := serveReleases(t, map[string]release{
+		"r":        key.signed(t, sums, release{asset: host}),
+		"unsigned": {asset: host, "SHA256SUMS": []byte(sums)},
+	})
 	root := pluginCopy(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -279,9 +431,13 @@ func TestClaudeInstallCommand(t *testing.T) {
 		"-c", "ClaudeInstall download",
 		"-c", `lua _G.returned = #_G.notes`,
 		"-c", "ClaudeInstall download",
-		"-c", `lua vim.wait(60000, function() return #_G.notes >= 4 end, 20) io.stdout:write(vim.json.encode({ returned = _G.returned, notes = _G.notes }))`,
+		// then from a release whose list is not signed: refused, the host
+		// installed above stays
+		"-c", `lua vim.wait(60000, function() return #_G.notes >= 4 end, 20) vim.env.NVIM_CLAUDE_RELEASE_URL = vim.env.UNSIGNED_URL vim.cmd("ClaudeInstall download")`,
+		"-c", `lua vim.wait(60000, function() return #_G.notes >= 6 end, 20) io.stdout:write(vim.json.encode({ returned = _G.returned, notes = _G.notes }))`,
 		"-c", "qa!")
-	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir(), "XDG_DATA_HOME="+t.TempDir(), "NVIM_CLAUDE_RELEASE_URL="+base+"/r", "NVIM_CLAUDE_ROOT="+root)
+	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir(), "XDG_DATA_HOME="+t.TempDir(), "NVIM_CLAUDE_RELEASE_URL="+base+"/r", "NVIM_CLAUDE_ROOT="+root, "UNSIGNED_URL="+base+"/unsigned")
+	cmd.Env = append(cmd.Env, key.env()...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("nvim: %v\n%s", err, out)
@@ -293,15 +449,19 @@ func TestClaudeInstallCommand(t *testing.T) {
 	if err := json.Unmarshal(out[strings.IndexByte(string(out), '{'):], &res); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	// installing…, installing…, "already running" (at once), then the outcome
-	if res.Returned != 1 || len(res.Notes) != 4 {
+	// installing…, installing…, "already running" (at once), then the
+	// outcome; then installing… and the refusal
+	if res.Returned != 1 || len(res.Notes) != 6 {
 		t.Fatalf("want the command to return after its 'installing' note, a second to be refused, one outcome: %+v", res)
 	}
 	if n := res.Notes[2]; n.Level != 4 || !strings.Contains(n.Msg, "already running") {
 		t.Errorf("a second install while one runs: %+v", n)
 	}
-	if n := res.Notes[3]; n.Level != 2 || !strings.Contains(n.Msg, "SHA-256") || !strings.Contains(n.Msg, "elsewhere/nvim-claude") {
+	if n := res.Notes[3]; n.Level != 2 || !strings.Contains(n.Msg, "signed by the release key") || !strings.Contains(n.Msg, "SHA-256") || !strings.Contains(n.Msg, "elsewhere/nvim-claude") {
 		t.Errorf("outcome: %+v", n)
+	}
+	if n := res.Notes[5]; n.Level != 4 || !strings.Contains(n.Msg, "SHA256SUMS is not signed") || !strings.Contains(n.Msg, "Nothing was installed") {
+		t.Errorf("an unsigned release: %+v", n)
 	}
 	// where the bin option points, the host the plugin runs; and :help works
 	for _, f := range []string{"elsewhere/nvim-claude", "doc/tags"} {
@@ -423,5 +583,235 @@ func TestInstallBuildsWithGo(t *testing.T) {
 				t.Errorf("left behind: %v", left)
 			}
 		})
+	}
+}
+
+// TestReleaseURLRules pins who may be downloaded from and which key a
+// release is checked against: https always; http only on 127.0.0.1 or
+// localhost and only with the test switch; the test key only for such a
+// URL, never for an https one, whatever the environment says.
+func TestReleaseURLRules(t *testing.T) {
+	n := nvimtest.Start(t, nvimtest.Options{})
+	for _, tt := range []struct {
+		url    string
+		test   bool
+		ok     bool
+		signer string // "test" or "repo"
+	}{
+		{"https://github.com/nvim-claude/nvim-claude/releases/download/v1", false, true, "repo"},
+		{"https://github.com/x", true, true, "repo"},
+		{"http://127.0.0.1:8080/r", true, true, "test"},
+		{"http://localhost/r", true, true, "test"},
+		{"http://127.0.0.1:8080/r", false, false, "repo"},
+		{"http://example.com/r", true, false, "repo"},
+		{"http://127.0.0.1.example.com/r", true, false, "repo"},
+		{"http://127.0.0.1@example.com/r", true, false, "repo"},
+		{"http://localhost:80@example.com/r", true, false, "repo"},
+		{"file:///tmp/r", true, false, "repo"},
+		{"https:///r", true, false, "repo"},
+	} {
+		var got struct {
+			Refused string `json:"refused"`
+			Signers string `json:"signers"`
+		}
+		n.Eval(t, fmt.Sprintf(`
+			vim.env.NVIM_CLAUDE_TEST_LOOPBACK = %q
+			vim.env.NVIM_CLAUDE_TEST_RELEASE_KEY = "/test/allowed_signers"
+			local i = require("claude.install")
+			return { refused = i.url_refused(%q) or "", signers = i.signers("/repo", %q) }`,
+			map[bool]string{true: "1", false: ""}[tt.test], tt.url, tt.url), &got)
+		if (got.Refused == "") != tt.ok {
+			t.Errorf("%s (test switch %v): refused %q, want allowed %v", tt.url, tt.test, got.Refused, tt.ok)
+		}
+		want := map[string]string{"test": "/test/allowed_signers", "repo": "/repo/keys/release.allowed_signers"}[tt.signer]
+		if got.Signers != want {
+			t.Errorf("%s (test switch %v): checked against %s, want %s", tt.url, tt.test, got.Signers, want)
+		}
+	}
+}
+
+// oldGo is Go 1.22.12 (Ubuntu 24.04's Go), fetched from the module proxy
+// into the module cache the way any Go 1.21+ fetches a toolchain. The test
+// skips, saying so, when the proxy cannot be reached.
+func oldGo(t *testing.T) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	modcache, err := exec.CommandContext(ctx, "go", "env", "GOMODCACHE").Output()
+	if err != nil {
+		t.Skipf("no go to find the module cache with: %v", err)
+	}
+	bin := filepath.Join(strings.TrimSpace(string(modcache)), "golang.org",
+		fmt.Sprintf("toolchain@v0.0.1-go1.22.12.%s-%s", runtime.GOOS, runtime.GOARCH), "bin", "go")
+	if _, err := os.Stat(bin); err != nil {
+		cmd := exec.CommandContext(ctx, "go", "version")
+		cmd.Dir = t.TempDir()
+		cmd.Env = append(os.Environ(), "GOTOOLCHAIN=go1.22.12")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Skipf("cannot fetch Go 1.22.12 from the module proxy to test with (%v): %s", err, out)
+		}
+	}
+	return bin
+}
+
+// lazyBuild runs root's build.lua the way lazy.nvim 11 does — in a task
+// coroutine, with lazy.async able to tell it is one — and returns what it
+// yielded (lazy shows each as the build's progress) and its error. setup
+// names the host path, so nothing is written into root's bin/.
+func lazyBuild(t *testing.T, root, bin string, env ...string) (yields []string, errMsg string) {
+	t.Helper()
+	driver := filepath.Join(t.TempDir(), "driver.lua")
+	src := `
+require("claude").setup({ bin = vim.env.TEST_BIN })
+local co
+package.loaded["lazy.async"] = {
+  running = function() return coroutine.running() == co and {} or nil end,
+  sleep = function() coroutine.yield() end,
+}
+local yields, err = {}, nil
+co = coroutine.create(assert(loadfile(vim.env.NVIM_CLAUDE_ROOT .. "/build.lua"))) -- as lazy.nvim does
+while coroutine.status(co) ~= "dead" do
+  local ok, v = coroutine.resume(co)
+  if not ok then err = tostring(v) break end
+  if v ~= nil then table.insert(yields, v) end
+  vim.wait(20)
+end
+io.stdout:write("\n@@", vim.json.encode({ yields = yields, err = err or "" }), "\n")
+vim.cmd("qa!")
+`
+	if err := os.WriteFile(driver, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, nvimtest.Bin(t), "--headless", "-u", "NONE", "-i", "NONE", "-n",
+		"--cmd", rtpPrepend, "-c", "luafile "+driver)
+	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir(), "XDG_DATA_HOME="+t.TempDir(), "NVIM_CLAUDE_ROOT="+root, "TEST_BIN="+bin)
+	cmd.Env = append(cmd.Env, env...)
+	out, err := cmd.CombinedOutput()
+	i := strings.LastIndex(string(out), "\n@@")
+	if err != nil || i < 0 {
+		t.Fatalf("nvim: %v\n%s", err, out)
+	}
+	var res struct {
+		Yields []string `json:"yields"`
+		Err    string   `json:"err"`
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(string(out[i+3:]))), &res); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	return res.Yields, res.Err
+}
+
+// TestBuildLuaFetchesToolchain: lazy.nvim's build with only Go 1.22 on
+// hand and GOTOOLCHAIN=local in the environment builds the host by having
+// Go fetch the toolchain go.mod names, and says each step as it goes (lazy
+// shows what build.lua yields: `:Lazy build` is not silent for a minute).
+func TestBuildLuaFetchesToolchain(t *testing.T) {
+	goBin := oldGo(t)
+	root := nvimtest.RepoRoot(t)
+	bin := filepath.Join(t.TempDir(), "nvim-claude")
+	yields, errMsg := lazyBuild(t, root, bin, "GO="+goBin, "GOTOOLCHAIN=local")
+	if errMsg != "" {
+		t.Fatalf("build.lua failed: %s\nprogress: %q", errMsg, yields)
+	}
+	all := strings.Join(yields, "\n")
+	for _, w := range []string{
+		"is Go 1.22.12, older than the 1.25 the host needs; it fetches Go 1.25 itself through the module proxy",
+		"GOTOOLCHAIN=auto for this build instead of GOTOOLCHAIN=local from your environment",
+		"fetched Go 1.25",
+		"building the host with Go 1.25",
+		"built ", "fetched by Go 1.22.12, GOTOOLCHAIN=auto",
+	} {
+		if !strings.Contains(all, w) {
+			t.Errorf("build.lua's progress lacks %q:\n%s", w, all)
+		}
+	}
+	if len(yields) < 4 {
+		t.Errorf("want a line per step, got %q", yields)
+	}
+	if v, err := exec.Command(bin, "-version").CombinedOutput(); err != nil || !strings.Contains(string(v), pluginVersion(t)) {
+		t.Errorf("the host build.lua built: -version: %v %s", err, v)
+	}
+}
+
+// TestBuildLuaProgress: the download path says each step to lazy.nvim too,
+// and run outside lazy (:luafile build.lua) prints them.
+func TestBuildLuaProgress(t *testing.T) {
+	host, err := os.ReadFile(hostBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := pluginVersion(t)
+	asset := assetName(version)
+	key := newSigner(t)
+	base := serveReleases(t, map[string]release{"r": key.signed(t, sumsLine(asset, host), release{asset: host})})
+	root := pluginCopy(t)
+	env := append(key.env(), "GO="+filepath.Join(t.TempDir(), "no-such-go"), "NVIM_CLAUDE_RELEASE_URL="+base+"/r")
+	bin := filepath.Join(t.TempDir(), "nvim-claude")
+	yields, errMsg := lazyBuild(t, root, bin, env...)
+	if errMsg != "" {
+		t.Fatalf("build.lua failed: %s\nprogress: %q", errMsg, yields)
+	}
+	want := []string{"downloading " + base + "/r/SHA256SUMS and its signature", "SHA256SUMS is signed by the release key", "downloading " + base + "/r/" + asset, "installed"}
+	if len(yields) != len(want) {
+		t.Errorf("yields %q, want %d lines", yields, len(want))
+	}
+	for i, w := range want {
+		if i < len(yields) && !strings.Contains(yields[i], w) {
+			t.Errorf("yield %d: %q, want it to say %q", i, yields[i], w)
+		}
+	}
+
+	// outside lazy.nvim: printed, in the same order
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, nvimtest.Bin(t), "--headless", "-u", "NONE", "-i", "NONE", "-n",
+		"--cmd", rtpPrepend, "-c", "luafile "+filepath.Join(root, "build.lua"), "-c", "qa!")
+	cmd.Env = append(os.Environ(), append(env, "XDG_CONFIG_HOME="+t.TempDir(), "XDG_DATA_HOME="+t.TempDir(), "NVIM_CLAUDE_ROOT="+root)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("nvim: %v\n%s", err, out)
+	}
+	last := 0
+	for _, w := range want {
+		i := strings.Index(string(out)[last:], w)
+		if i < 0 {
+			t.Errorf("printed output lacks %q after offset %d:\n%s", w, last, out)
+			break
+		}
+		last += i
+	}
+}
+
+// TestMissingHostSaysInstall: a plugin whose host was never built (a
+// lazy.nvim `dir =` spec runs no build) answers the first command with the
+// one command that installs it.
+func TestMissingHostSaysInstall(t *testing.T) {
+	root := pluginCopy(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, nvimtest.Bin(t), "--headless", "-u", "NONE", "-i", "NONE", "-n",
+		"--cmd", rtpPrepend, "-c", "runtime plugin/claude.lua",
+		"-c", `lua _G.notes = {} vim.notify = function(m, l) table.insert(_G.notes, { msg = m, level = l }) end`,
+		"-c", `lua require("claude").setup({})`,
+		"-c", "silent! ClaudeStart",
+		"-c", `lua vim.wait(5000, function() return #_G.notes > 0 end, 20) io.stdout:write(vim.json.encode(_G.notes))`,
+		"-c", "qa!")
+	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir(), "XDG_DATA_HOME="+t.TempDir(), "NVIM_CLAUDE_ROOT="+root)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("nvim: %v\n%s", err, out)
+	}
+	i := strings.Index(string(out), "[")
+	if i < 0 {
+		t.Fatalf("no notes: %s", out)
+	}
+	var notes []note
+	if err := json.Unmarshal(out[i:], &notes); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(notes) == 0 || !strings.Contains(notes[0].Msg, "not installed yet") || !strings.Contains(notes[0].Msg, "Run :ClaudeInstall") {
+		t.Errorf("the first command without a host: %+v", notes)
 	}
 }

@@ -48,14 +48,45 @@ func assetName(version, goos, goarch string) string {
 	return name
 }
 
+// testKey is a throwaway signing key and its allowed_signers file, which
+// the script is pointed at with the test-only NVIM_CLAUDE_TEST_RELEASE_KEY
+// (the release key's private half is not here).
+type testKey struct{ key, signers string }
+
+func newTestKey(t *testing.T) testKey {
+	t.Helper()
+	if _, err := exec.LookPath("ssh-keygen"); err != nil {
+		t.Skip("no ssh-keygen to sign with")
+	}
+	dir := t.TempDir()
+	k := testKey{key: filepath.Join(dir, "key"), signers: filepath.Join(dir, "allowed_signers")}
+	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "test", "-f", k.key).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen: %v\n%s", err, out)
+	}
+	pub, err := os.ReadFile(k.key + ".pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(k.signers, []byte(`release@nvim-claude namespaces="nvim-claude-release" `+string(pub)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// env signs with k and checks against trusted's allowed_signers.
+func (k testKey) env(trusted testKey) []string {
+	return []string{"NVIM_CLAUDE_SIGNING_KEY=" + k.key, "NVIM_CLAUDE_TEST_RELEASE_KEY=" + trusted.signers}
+}
+
 // runScript runs release-build with args and returns its exit code and
-// stderr.
-func runScript(t *testing.T, ctx context.Context, args ...string) (int, string) {
+// stderr; env is added to the environment.
+func runScript(t *testing.T, ctx context.Context, env []string, args ...string) (int, string) {
 	t.Helper()
 	if runtime.GOOS == "windows" {
 		t.Skip("release-build is a POSIX sh script")
 	}
 	cmd := exec.CommandContext(ctx, script, args...)
+	cmd.Env = append(os.Environ(), env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	err := cmd.Run()
@@ -82,8 +113,9 @@ func TestReleaseBuild(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	out := t.TempDir()
+	key := newTestKey(t)
 	start := time.Now()
-	if code, stderr := runScript(t, ctx, app.Version, out); code != 0 {
+	if code, stderr := runScript(t, ctx, key.env(key), app.Version, out); code != 0 {
 		t.Fatalf("release-build %s exited %d:\n%s", app.Version, code, stderr)
 	}
 	t.Logf("release-build took %s", time.Since(start).Round(time.Millisecond))
@@ -101,7 +133,7 @@ func TestReleaseBuild(t *testing.T) {
 	for _, e := range entries {
 		got = append(got, e.Name())
 	}
-	if wantAll := append(slices.Clone(want), "SHA256SUMS"); !slices.Equal(got, slices.Sorted(slices.Values(wantAll))) {
+	if wantAll := append(slices.Clone(want), "SHA256SUMS", "SHA256SUMS.sig"); !slices.Equal(got, slices.Sorted(slices.Values(wantAll))) {
 		t.Errorf("OUTDIR holds %q, want %q", got, wantAll)
 	}
 
@@ -131,6 +163,28 @@ func TestReleaseBuild(t *testing.T) {
 	if !slices.Equal(listed, want) {
 		t.Errorf("SHA256SUMS lists %q, want %q in this order", listed, want)
 	}
+
+	// SHA256SUMS.sig: what the plugin checks before it installs anything.
+	verify := exec.Command("ssh-keygen", "-Y", "verify", "-f", key.signers, "-I", "release@nvim-claude", "-n", "nvim-claude-release", "-s", filepath.Join(out, "SHA256SUMS.sig"))
+	verify.Stdin = bytes.NewReader(sums)
+	if b, err := verify.CombinedOutput(); err != nil {
+		t.Errorf("SHA256SUMS.sig does not verify: %v\n%s", err, b)
+	}
+
+	// Signed with a key that is not the release key: refused, and no list
+	// is left (the build cache makes this second run quick).
+	t.Run("not the release key", func(t *testing.T) {
+		out := t.TempDir()
+		code, stderr := runScript(t, ctx, newTestKey(t).env(key), app.Version, out)
+		if code != 1 || !strings.Contains(stderr, "does not verify") {
+			t.Errorf("exit %d, want 1 and a line saying the signature does not verify:\n%s", code, stderr)
+		}
+		for _, f := range []string{"SHA256SUMS", "SHA256SUMS.sig", ".SHA256SUMS.tmp", ".SHA256SUMS.tmp.sig"} {
+			if _, err := os.Stat(filepath.Join(out, f)); err == nil {
+				t.Errorf("%s left in OUTDIR", f)
+			}
+		}
+	})
 
 	for _, p := range platforms {
 		name := assetName(app.Version, p.goos, p.goarch)
@@ -220,7 +274,7 @@ func TestReleaseBuildRefusesOtherVersions(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			code, stderr := runScript(t, ctx, tt.version, out)
+			code, stderr := runScript(t, ctx, nil, tt.version, out)
 			if code != 1 {
 				t.Errorf("exit %d, want 1", code)
 			}
@@ -235,5 +289,23 @@ func TestReleaseBuildRefusesOtherVersions(t *testing.T) {
 				t.Errorf("OUTDIR holds %v (%v), want nothing", entries, err)
 			}
 		})
+	}
+}
+
+// TestReleaseBuildRefusesUnsigned: without a signing key the script refuses
+// in one line before it builds anything: the plugin installs no unsigned
+// release, so there is no point making one.
+func TestReleaseBuildRefusesUnsigned(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, env := range [][]string{{"NVIM_CLAUDE_SIGNING_KEY="}, {"NVIM_CLAUDE_SIGNING_KEY=" + filepath.Join(t.TempDir(), "none")}} {
+		out := filepath.Join(t.TempDir(), "dist")
+		code, stderr := runScript(t, ctx, env, app.Version, out)
+		if code != 1 || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.Contains(stderr, "NVIM_CLAUDE_SIGNING_KEY") {
+			t.Errorf("%v: exit %d, want 1 and one line naming NVIM_CLAUDE_SIGNING_KEY: %q", env, code, stderr)
+		}
+		if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("OUTDIR was created (%v)", err)
+		}
 	}
 }

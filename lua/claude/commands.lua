@@ -130,7 +130,7 @@ function M.create()
     complete = function()
       return { "allow", "always", "deny" }
     end,
-    desc = "Show the oldest question a Claude session waits on; allow, always or deny answers it",
+    desc = "Show the question a Claude session waits on longest (in a chat transcript: the one under the cursor); allow, always or deny answers it",
   })
 
   -- Diff review.

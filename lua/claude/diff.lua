@@ -64,42 +64,209 @@ local function options()
   }
 end
 
---- The one-line hint over a proposal: how to answer it, with the keys as
---- configured (diff.hint = false turns it off).
----@return string
-function M.hint_text(o)
-  o = o or options()
-  local parts = { ":w accept", ":q reject" }
-  if o.accept then
-    table.insert(parts, o.accept .. " accept")
-  end
-  if o.reject then
-    table.insert(parts, o.reject .. " reject")
-  end
-  if o.accept_hunk then
-    table.insert(parts, o.accept_hunk .. " accept hunk")
-  end
-  if o.reject_hunk then
-    table.insert(parts, o.reject_hunk .. " reject hunk")
-  end
-  table.insert(parts, "]c next change")
-  return "Claude's proposal · " .. table.concat(parts, " · ")
+local function win_ok(win)
+  return win ~= nil and api.nvim_win_is_valid(win)
 end
 
--- show_hint puts the hint in the proposal window's winbar (0.8+; the
--- window is ours and goes with the diff), or says it once on 0.7.
+local function buf_ok(buf)
+  return buf ~= nil and api.nvim_buf_is_valid(buf)
+end
+
+local function floating(win)
+  return api.nvim_win_get_config(win).relative ~= ""
+end
+
+-- The hint over a proposal ---------------------------------------------------
+--
+-- Both panes of a proposal get a 'winbar' (0.8+): the proposal's names the
+-- keys that answer it, then the hunk counter, then what it is; the file's
+-- says it is yours. Two bars, so the panes' first text rows stay in line.
+-- The text is built when Neovim draws the bar, for the window's width at
+-- that moment: parts are dropped (or shortened) least useful first, so a
+-- narrow pane still shows `:w accept · :q reject`.
+
+-- A bar is parts in display order, each {forms, prio, group}: forms[i]
+-- is shown until everything of a higher prio than prio[i] is given up,
+-- then forms[i+1] (or nothing). Parts join with " · " within a group and
+-- " │ " between groups; a part whose last prio is 1 always stays.
+
+-- hint_parts is the proposal's bar: the keys (group 1), the hunk counter,
+-- what it is.
+local function hint_parts(o, counter, name)
+  local parts = {
+    { forms = { ":w accept" }, prio = { 1 }, group = 1 },
+    { forms = { ":q reject" }, prio = { 1 }, group = 1 },
+  }
+  local function key(lhs, what, prio)
+    if lhs and lhs ~= "" then
+      table.insert(parts, { forms = { lhs .. " " .. what }, prio = { prio }, group = 1 })
+    end
+  end
+  key(o.accept, "accept", 8)
+  key(o.reject, "reject", 8)
+  key(o.accept_hunk, "accept hunk", 3)
+  key(o.reject_hunk, "reject hunk", 3)
+  table.insert(parts, { forms = { "]c next change", "]c next" }, prio = { 6, 5 }, group = 1 })
+  if counter and counter ~= "" then
+    -- "hunk 2/5 · 1 accepted · 1 rejected", "hunk 2/5 · 1✓ · 1✗", "hunk 2/5"
+    local short = counter:gsub(" accepted", "✓"):gsub(" rejected", "✗")
+    local forms, prio = { counter, short }, { 7, 4 }
+    local head = counter:match("^(hunk [^ ]+) · ")
+    if head then
+      table.insert(forms, head)
+      table.insert(prio, 2)
+    end
+    table.insert(parts, { forms = forms, prio = prio, group = 2 })
+  end
+  if name then
+    table.insert(parts, { forms = { "Claude's proposal for " .. name, "Claude's proposal" }, prio = { 9, 6 }, group = 3 })
+  else
+    table.insert(parts, { forms = { "Claude's proposal" }, prio = { 6 }, group = 3 })
+  end
+  return parts
+end
+
+-- fit joins parts into at most width display columns, giving up the form
+-- of the highest prio (the later part on a tie) until they fit.
+local function fit(parts, width)
+  local shown = {}
+  for i, p in ipairs(parts) do
+    shown[i] = { level = 1, w = vim.fn.strdisplaywidth(p.forms[1]), p = p }
+  end
+  local function total()
+    local n, any = 0, false
+    for _, s in ipairs(shown) do
+      if s.level then
+        n = n + s.w + (any and 3 or 0)
+        any = true
+      end
+    end
+    return n
+  end
+  while total() > width do
+    local victim
+    for _, s in ipairs(shown) do
+      local pr = s.level and s.p.prio[s.level]
+      if pr and (pr > 1 or s.level < #s.p.forms) and (not victim or pr >= victim.p.prio[victim.level]) then
+        victim = s
+      end
+    end
+    if not victim then
+      break -- (the bar's "%<" cuts what is left)
+    end
+    if victim.level < #victim.p.forms then
+      victim.level = victim.level + 1
+      victim.w = vim.fn.strdisplaywidth(victim.p.forms[victim.level])
+    else
+      victim.level = nil
+    end
+  end
+  local out, prev = {}, nil
+  for _, s in ipairs(shown) do
+    if s.level then
+      if prev then
+        table.insert(out, prev.p.group == s.p.group and " · " or " │ ")
+      end
+      table.insert(out, s.p.forms[s.level])
+      prev = s
+    end
+  end
+  return table.concat(out)
+end
+
+-- shown_name is path as the hint and messages show it: relative to the
+-- working directory, made displayable (a file name is outside text).
+local function shown_name(path, max)
+  return util.display(vim.fn.fnamemodify(path, ":~:."), max)
+end
+
+--- The one-line hint over a proposal: how to answer it, with the keys as
+--- configured (diff.hint = false turns it off), keys first. The 'winbar'
+--- shows as much of it as its width allows.
+---@return string
+function M.hint_text(o)
+  return fit(hint_parts(o or options()), math.huge)
+end
+
+-- own_bar_parts is the bar over the file's own pane: whose it is, and that
+-- closing it answers the proposal too.
+local function own_bar_parts(d)
+  local name = shown_name(d.file, 80)
+  if d.orig_scratch then
+    return {
+      { forms = { "new file " .. name, "new file" }, prio = { 3, 1 }, group = 1 },
+      { forms = { "empty until you accept" }, prio = { 2 }, group = 1 },
+    }
+  end
+  return {
+    { forms = { "your " .. name .. " — edit freely", "your file — edit freely", "your file" }, prio = { 3, 1, 1 }, group = 1 },
+    { forms = { ":q here rejects too", ":q rejects" }, prio = { 4, 2 }, group = 1 },
+  }
+end
+
+-- bar_text is what the bar of win (a pane of d) shows at its width now; the
+-- parts are rebuilt only when the width or the counter changed (Neovim
+-- draws a bar often).
+local function bar_text(d, win)
+  local o = options()
+  local width = api.nvim_win_get_width(win)
+  local own = win == d.orig_win
+  local key = (own and "o" or "p") .. width .. ":" .. (d.counter or "")
+  d.bars = d.bars or {}
+  local cached = d.bars[own and "own" or "prop"]
+  if cached and cached.key == key then
+    return cached.text
+  end
+  local parts = own and own_bar_parts(d) or hint_parts(o, d.counter, shown_name(d.file, 80))
+  local text = fit(parts, width)
+  d.bars[own and "own" or "prop"] = { key = key, text = text }
+  return text
+end
+
+--- (the 'winbar' of a proposal's panes) The bar's text for window win.
+function M._bar(win)
+  local ok, text = pcall(function()
+    for _, d in pairs(diffs) do
+      if not d.closed and (win == d.prop_win or win == d.orig_win) then
+        return bar_text(d, win)
+      end
+    end
+    return ""
+  end)
+  return ok and text or ""
+end
+
+local function bar_option(win)
+  return "%#Comment#%{v:lua.require'claude.diff'._bar(" .. win .. ")}%<"
+end
+
+-- local_winbar is win's own (window-local) 'winbar', to put back.
+local function local_winbar(win)
+  return api.nvim_win_call(win, function()
+    return api.nvim_get_option_value("winbar", { scope = "local" })
+  end)
+end
+
+-- show_hint puts the bars over both panes (0.8+; the file's pane keeps its
+-- own bar to put back when the diff ends), or says the hint once on 0.7.
 local function show_hint(d, o)
   if not o.hint then
     return
   end
-  local text = M.hint_text(o)
   if vim.fn.has("nvim-0.8") == 1 then
-    -- the hunk counter first, then the keys; "%<" last: a narrow window
-    -- keeps the start
-    local counter = d.counter and (d.counter .. " │ ") or ""
-    pcall(editor.set_win_local, d.prop_win, "winbar", "%#Comment#" .. (counter .. text):gsub("%%", "%%%%") .. "%<")
+    if win_ok(d.prop_win) then
+      pcall(editor.set_win_local, d.prop_win, "winbar", bar_option(d.prop_win))
+    end
+    if win_ok(d.orig_win) then
+      if d.own_winbar == nil then
+        local ok, bar = pcall(local_winbar, d.orig_win)
+        d.own_winbar = ok and bar or ""
+      end
+      pcall(editor.set_win_local, d.orig_win, "winbar", bar_option(d.orig_win))
+    end
   elseif not d.hint_said then
     d.hint_said = true
+    local text = M.hint_text(o)
     vim.schedule(function()
       -- one screen line: a wider message would ask for Enter
       local line = "nvim-claude: " .. text
@@ -109,6 +276,14 @@ local function show_hint(d, o)
       end
       api.nvim_echo({ { line, "Comment" } }, true, {})
     end)
+  end
+end
+
+-- restore_winbar puts the user's own bar back on win (the file's pane, or
+-- the pane that takes its place).
+local function restore_winbar(d, win)
+  if d.own_winbar ~= nil and win_ok(win) then
+    pcall(editor.set_win_local, win, "winbar", d.own_winbar)
   end
 end
 
@@ -122,27 +297,17 @@ local function refresh_counter(d, o, say)
   if not ok then
     return
   end
-  -- (runs on every cursor move in the proposal: the winbar is set only
-  -- when its text changes)
-  if text ~= d.counter or not d.counter_shown then
-    d.counter, d.counter_shown = text, true
-    show_hint(d, o)
+  -- (runs on every cursor move in the proposal: the bar is redrawn only
+  -- when the counter changes)
+  if text ~= d.counter then
+    d.counter = text
+    if vim.fn.has("nvim-0.8") == 1 and win_ok(d.prop_win) then
+      pcall(editor.set_win_local, d.prop_win, "winbar", bar_option(d.prop_win))
+    end
   end
   if say and vim.fn.has("nvim-0.8") == 0 then
     api.nvim_echo({ { ("nvim-claude: " .. text):sub(1, math.max(vim.o.columns - 12, 20)), "Comment" } }, false, {})
   end
-end
-
-local function win_ok(win)
-  return win ~= nil and api.nvim_win_is_valid(win)
-end
-
-local function buf_ok(buf)
-  return buf ~= nil and api.nvim_buf_is_valid(buf)
-end
-
-local function floating(win)
-  return api.nvim_win_get_config(win).relative ~= ""
 end
 
 local function notify_now(msg, level)
@@ -486,7 +651,7 @@ local function reload(path, expected)
         string.format(
           "nvim-claude: Claude changed %s on disk, but your buffer has unsaved changes, so it was not reloaded. "
             .. ":e! loads Claude's version; :w keeps yours (and overwrites Claude's).",
-          vim.fn.fnamemodify(path, ":~:.")
+          shown_name(path)
         ),
         vim.log.levels.WARN
       )
@@ -642,6 +807,34 @@ local function restore_window(d)
       pcall(vim.fn.winrestview, d.view)
     end
   end)
+  restore_winbar(d, win)
+end
+
+-- take_over: the user closed the file's pane (:q, :close, :only in the
+-- proposal …) of a window that was theirs before the diff. The proposal's
+-- pane, which got its room, becomes that window again — the buffer it
+-- showed, its options and view, its size — so closing either pane leaves
+-- the layout as it was before the diff. Reports whether it did (not when
+-- the proposal's pane is gone too, or the user deleted their buffer).
+local function take_over(d)
+  local old, win = d.orig_win, d.prop_win
+  if win_ok(old) or not win_ok(win) or d.win_created then
+    return false
+  end
+  local swapped = d.swapped and buf_ok(d.swapped.buf)
+  if not swapped and (d.orig_scratch or not buf_ok(d.orig_buf) or not api.nvim_buf_is_loaded(d.orig_buf)) then
+    return false
+  end
+  -- (restore_window puts the view back)
+  show_buf(win, swapped and d.swapped.buf or d.orig_buf)
+  d.orig_win, d.prop_win = win, nil
+  if d.sizes[old] then
+    d.sizes[win], d.sizes[old] = d.sizes[old], nil
+  end
+  if d.prev_win == old then
+    d.prev_win = win
+  end
+  return true
 end
 
 -- apply_sizes gives the windows of the tab the diff opened from the sizes in
@@ -743,6 +936,9 @@ local function close(d, outcome)
     if buf_ok(d.prop_buf) then
       pcall(api.nvim_clear_autocmds, { group = augroup, buffer = d.prop_buf })
     end
+    if d.orig_closed_au then
+      pcall(api.nvim_del_autocmd, d.orig_closed_au)
+    end
     for _, m in ipairs(d.maps or {}) do
       -- (another open diff of the same file keeps the mapping)
       if buf_ok(m.buf) and not shared_orig(m.buf) then
@@ -750,6 +946,9 @@ local function close(d, outcome)
       end
     end
     local fallback = (d.swapped and d.swapped.buf) or (not d.orig_scratch and d.orig_buf) or nil
+    if d.orig_gone then
+      take_over(d)
+    end
     -- the proposal's window (whatever it shows now) and any other showing it
     close_window(d.prop_win, fallback)
     if buf_ok(d.prop_buf) then
@@ -888,7 +1087,7 @@ local function on_write(d, args)
   if target ~= full_path(api.nvim_buf_get_name(d.prop_buf)) then
     notify_now(
       "nvim-claude: this is Claude's proposal for "
-        .. vim.fn.fnamemodify(d.file, ":~:.")
+        .. shown_name(d.file)
         .. "; :w accepts it, and it cannot be written under another name.",
       vim.log.levels.WARN
     )
@@ -902,7 +1101,7 @@ local function on_write(d, args)
   if api.nvim_get_current_buf() ~= d.prop_buf or api.nvim_win_get_buf(from) ~= d.prop_buf then
     notify_now(
       "nvim-claude: Claude's proposal for "
-        .. vim.fn.fnamemodify(d.file, ":~:.")
+        .. shown_name(d.file)
         .. " was not accepted by a write from another window; :w in the proposal or :ClaudeDiffAccept accepts it.",
       vim.log.levels.WARN
     )
@@ -956,7 +1155,10 @@ local function ensure_augroup()
   end
 end
 
+-- set_name names a buffer of ours after the CLI's tab name, made
+-- displayable: the statusline, tabline and :ls show it.
 local function set_name(buf, name)
+  name = util.display(name)
   if pcall(api.nvim_buf_set_name, buf, name) then
     return
   end
@@ -1124,6 +1326,24 @@ local function watch_proposal(d)
           check_gone(d)
         end)
       end
+    end,
+  })
+  -- Closing the file's pane ends the proposal too (nothing is left waiting
+  -- with half a diff on screen); close() then gives the layout back.
+  d.orig_closed_au = api.nvim_create_autocmd("WinClosed", {
+    group = augroup,
+    pattern = tostring(d.orig_win),
+    desc = "nvim-claude: closing your side of Claude's proposal rejects it",
+    callback = function()
+      if d.closing or d.closed then
+        return
+      end
+      d.orig_gone = true
+      vim.schedule(function()
+        if not d.decided and not d.closing then
+          decide(d, "reject", true)
+        end
+      end)
     end,
   })
   api.nvim_create_autocmd("BufReadCmd", {
@@ -1317,7 +1537,7 @@ function M.open(args)
     notify_now(
       string.format(
         "nvim-claude: %s has unsaved changes: the diff compares Claude's proposal with your buffer, not with the file on disk.",
-        vim.fn.fnamemodify(d.file, ":~:.")
+        shown_name(d.file)
       ),
       vim.log.levels.WARN
     )

@@ -45,7 +45,10 @@ function M.check()
   local install = require("claude.install")
   local go = install.go()
   local fix = go.ok and ("rebuild it with `make` in " .. config.root() .. " or :ClaudeInstall")
-    or ("install it with :ClaudeInstall (no Go " .. go.need .. "+ here: it downloads the prebuilt host and checks its SHA-256)")
+    or (
+      go.fetch and ("install it with :ClaudeInstall (it builds it with Go " .. go.need .. ", which your Go fetches)")
+      or ("install it with :ClaudeInstall (no Go 1.21+ here: it downloads the prebuilt host and checks its signature)")
+    )
   local bin = config.bin()
   if vim.fn.executable(bin) ~= 1 then
     h.error("host binary missing: " .. bin, { fix })
@@ -65,17 +68,35 @@ function M.check()
   end
   if go.ok then
     h.ok(string.format("Go %s at %s (building the host needs %s or newer)", go.version, go.path, go.need))
+  elseif go.fetch then
+    h.ok(
+      string.format(
+        "Go %s at %s is older than the %s building the host needs, and fetches it itself through the module proxy: :ClaudeInstall and `make` do (GOTOOLCHAIN=auto for that build; about 65 MB once)",
+        go.version,
+        go.path,
+        go.need
+      )
+    )
   elseif go.path then
     h.info(
       string.format(
-        "Go %s at %s is older than the %s building the host needs; :ClaudeInstall downloads the prebuilt host instead (newer Go: https://go.dev/dl/, or golang from bookworm-backports on Debian 12)",
+        "Go %s at %s is older than the %s building the host needs, and too old (before 1.21) to fetch it; :ClaudeInstall downloads the prebuilt host instead (newer Go: https://go.dev/dl/, or golang from bookworm-backports on Debian 12)",
         go.version or "(unknown version)",
         go.path,
         go.need
       )
     )
   else
-    h.info(string.format("no Go on PATH: needed only to build the host yourself (Go %s or newer)", go.need))
+    h.info(string.format("no Go on PATH: needed only to build the host yourself (Go %s or newer; 1.21+ fetches it)", go.need))
+  end
+  if not go.ok and not go.fetch then
+    if vim.fn.executable("ssh-keygen") == 1 and vim.fn.executable("curl") == 1 then
+      h.ok("curl and ssh-keygen: the prebuilt host can be downloaded and its signature checked")
+    else
+      h.warn("the prebuilt host needs curl and ssh-keygen (OpenSSH 8.1+) to be downloaded and its signature checked", {
+        "install them, or Go " .. go.need .. " (or any Go 1.21+) to build the host",
+      })
+    end
   end
 
   h.start("nvim-claude: Claude Code CLI")

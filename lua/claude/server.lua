@@ -100,10 +100,9 @@ function M.ensure_job()
   if vim.fn.executable(bin) ~= 1 then
     return nil,
       string.format(
-        "nvim-claude: the Go host %s is missing. Run :ClaudeInstall (builds it with Go %s+, else downloads the prebuilt one and checks its SHA-256), or `make` in %s, or set the `bin` option.",
+        "nvim-claude: the Go host is not installed yet (%s is missing; a plugin manager that runs no build step, like a lazy.nvim `dir =` spec, leaves it so). Run :ClaudeInstall: it builds the host with Go %s (any Go 1.21+ fetches it) or downloads the signed prebuilt one, showing its progress.",
         bin,
-        require("claude.install").go_needed(config.root()) or "",
-        config.root()
+        require("claude.install").go_needed(config.root()) or ""
       )
   end
   local log_file = config.log_file()

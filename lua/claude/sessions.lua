@@ -1,4 +1,4 @@
--- Every Claude session at a glance (issue 20): the Claude terminal and the
+-- Every Claude session at a glance: the Claude terminal and the
 -- chats, each "working", "needs input", "done", "idle" or "exited". The
 -- state lives in the Go host (package sessions); this module registers the
 -- terminal's CLI with it, keeps the last list for statuslines, fires
@@ -15,6 +15,7 @@ local pending_id = nil -- the session of the terminal CLI about to start
 local term_ids = {} -- terminal buffer → session id
 local term_bufs = {} -- session id → terminal buffer
 local panel = { buf = nil }
+local handing = {} -- session id → true: hand it over when its turn ends
 
 local function server()
   return package.loaded["claude.server"]
@@ -112,7 +113,7 @@ function M.terminal_args(args, tools)
   end
   pending_id = res.id
   if want and res.warning then
-    util.notify("nvim-claude: " .. res.warning, vim.log.levels.WARN)
+    util.notify("nvim-claude: " .. util.display(res.warning, 300), vim.log.levels.WARN)
   end
   if want and res.settings and res.settings ~= "" then
     args = vim.deepcopy(args or {})
@@ -187,13 +188,30 @@ local function visible(s)
   return term_bufs[s.id] ~= nil and tab_shows(term_bufs[s.id])
 end
 
+-- Caps of what the panel and the notices show of a session (each text
+-- comes from outside: a directory, the CLI's hooks, a chat's stream).
+local NAME_MAX, DIR_MAX, WAITING_MAX = 60, 80, 200
+
+local function name_of(s)
+  return util.display(s.name, NAME_MAX)
+end
+
+local function other_mode(s)
+  return s.mode == "chat" and "the terminal" or "a chat"
+end
+
+local function waiting_of(s)
+  return util.display(s.waiting, WAITING_MAX)
+end
+
 local function notify(s, state)
   local o = opts()
   local msg
   if state == "needs input" then
-    msg = string.format("Claude (%s) needs you%s", s.name, s.waiting and s.waiting ~= "" and (": " .. s.waiting) or "")
+    local w = waiting_of(s)
+    msg = string.format("Claude (%s) needs you%s", name_of(s), w ~= "" and (": " .. w) or "")
   else
-    msg = string.format("Claude (%s) is done", s.name)
+    msg = string.format("Claude (%s) is done", name_of(s))
   end
   -- a hidden chat's permission prompt is notified by the chat itself
   -- (chat.notify), and a terminal's diff by the diff review
@@ -236,14 +254,23 @@ function M._on_event(event, data)
     util.emit("ClaudeSessionState", { id = data.id, state = data.state, previous = data.previous })
   end
   vim.schedule(function()
-    if panel.buf and api.nvim_buf_is_valid(panel.buf) then
-      M._render()
-    end
-    if data.state ~= data.previous and (data.state == "needs input" or data.state == "done") and not visible(s) then
+    -- the notice first: a panel that fails to draw must not swallow it
+    local ok, shown = pcall(visible, s)
+    shown = ok and shown
+    if data.state ~= data.previous and (data.state == "needs input" or data.state == "done") and not shown then
       notify(s, data.state)
     end
-    if data.state == "done" and visible(s) then
+    if data.state == "done" and shown then
       update(s.id, "seen")
+    end
+    if data.state ~= data.previous then
+      M._handover_due(s, data.state)
+    end
+    if panel.buf and api.nvim_buf_is_valid(panel.buf) then
+      local drawn, err = pcall(M._render)
+      if not drawn then
+        util.notify("nvim-claude: cannot draw :ClaudeSessions: " .. util.display(err, 200), vim.log.levels.ERROR)
+      end
     end
   end)
 end
@@ -329,6 +356,7 @@ function M.detach()
   cache = {}
   pending_id = nil
   open_tabs = {}
+  handing = {}
 end
 
 -- :ClaudeSessions --------------------------------------------------------------
@@ -345,17 +373,53 @@ end
 
 local function line(s)
   local cost = (tonumber(s.cost_usd) or 0) > 0 and string.format("$%.2f", s.cost_usd) or ""
+  local w = waiting_of(s)
   return string.format(
     "%-4s %-20s %-9s %-12s %5s %7s  %s%s",
-    s.id,
-    s.name,
-    s.mode,
-    s.state,
+    util.display(s.id, 8),
+    name_of(s),
+    util.display(s.mode, 10),
+    util.display(s.state, 12),
     since(s.since),
     cost,
-    vim.fn.fnamemodify(s.dir, ":~"),
-    s.waiting and s.waiting ~= "" and ("  — " .. s.waiting) or ""
+    util.display(vim.fn.fnamemodify(tostring(s.dir or ""), ":~"), DIR_MAX),
+    w ~= "" and ("  — " .. w) or ""
+  ) .. (handing[s.id] and ("  → " .. other_mode(s) .. " when the turn ends (h cancels)") or "")
+end
+
+-- request_view: the lines that show what session s is asked to allow
+-- (its request, from the host: the whole input, or its start and end with
+-- what was left out said), the model's description beside it.
+local function request_view(r, indent)
+  local out = {}
+  if type(r) ~= "table" then
+    return out
+  end
+  local n = tonumber(r.line_count) or 0
+  table.insert(
+    out,
+    indent
+      .. util.display(r.tool, 60)
+      .. (n > 1 and string.format(" (%d lines)", n) or "")
+      .. (r.whole == false and " — not all of it is shown here" or "")
+      .. ":"
   )
+  for _, l in ipairs(type(r.lines) == "table" and r.lines or {}) do
+    table.insert(out, indent .. "│ " .. util.display(l, 220))
+  end
+  if r.description and r.description ~= "" then
+    table.insert(out, indent .. "Claude says: " .. util.display(r.description, 200))
+  end
+  return out
+end
+
+-- pending_request: the request of s worth showing in full (one that its
+-- one-line summary does not hold).
+local function pending_request(s)
+  local r = s.state == "needs input" and s.request
+  if type(r) == "table" and r.fits ~= true then
+    return r
+  end
 end
 
 function M._render()
@@ -365,6 +429,13 @@ function M._render()
   for _, s in ipairs(cache) do
     table.insert(lines, line(s))
     panel.ids[#lines] = s.id
+    local r = pending_request(s)
+    if r then
+      for _, l in ipairs(request_view(r, "     ")) do
+        table.insert(lines, l)
+        panel.ids[#lines] = s.id
+      end
+    end
   end
   if #cache == 0 then
     table.insert(lines, "(no session: :ClaudeStart or :ClaudeChat starts one)")
@@ -436,7 +507,7 @@ function M.open()
       if not s then
         return
       end
-      vim.ui.input({ prompt = "Rename " .. s.name .. ": ", default = s.name }, function(name)
+      vim.ui.input({ prompt = "Rename " .. name_of(s) .. ": ", default = name_of(s) }, function(name)
         if name and vim.trim(name) ~= "" then
           request("sessions.update", { id = s.id, event = "rename", name = name })
           refresh()
@@ -453,24 +524,59 @@ function M.open()
     map("q", "<cmd>close<CR>", "nvim-claude: close the panel")
   end
   M._render()
-  if #vim.fn.win_findbuf(panel.buf) == 0 then
+  local wins = vim.fn.win_findbuf(panel.buf)
+  if #wins == 0 then
     vim.cmd("botright split")
     api.nvim_win_set_buf(0, panel.buf)
     api.nvim_win_set_height(0, math.min(#cache + 4, 15))
+  else
+    -- already open: the keys that follow must land in it
+    api.nvim_set_current_win(wins[1])
   end
   return panel.buf
 end
 
 local choices = { allow = "allow", always = "session", deny = "deny" }
 
---- :ClaudeAnswer [allow|always|deny]: goes to the oldest question any
---- session waits on and shows it — a chat's permission prompt (tool and
---- input, or the diff of an edit), the terminal's pending diff, or else the
---- terminal at the CLI's prompt — and, given a choice, answers it: a chat's
---- can_use_tool request (always: for the session), the terminal's diff
---- (allow and always accept, deny rejects). A terminal's own prompt can
---- only be answered in the terminal. Returns the session, or nil when none
---- waits.
+-- chat_here: the chat whose transcript is the current buffer, with a
+-- prompt waiting.
+local function chat_here()
+  local chat = package.loaded["claude.chat"]
+  local c = chat and chat.current and chat.current()
+  if c and c.tbuf == api.nvim_get_current_buf() and #require("claude.chat.permission").pending(c) > 0 then
+    return c
+  end
+end
+
+-- not_shown says why a request is not allowed from where the user stands,
+-- and shows it (the lines are displayable; one per line of the notice).
+local function not_shown(s, r, how)
+  local what
+  if (tonumber(r.line_count) or 0) > 1 then
+    what = string.format("its %s input has %d lines", util.display(r.tool, 60), r.line_count)
+  else
+    what = string.format("its %s input is longer than a notice shows", util.display(r.tool, 60))
+  end
+  local lines = {
+    string.format("nvim-claude: not allowed: %s (%s), and you have not seen all of it. It is shown now; read it, then %s.", name_of(s), what, how),
+  }
+  vim.list_extend(lines, request_view(r, "  "))
+  util.notify(table.concat(lines, "\n"), vim.log.levels.WARN)
+end
+
+--- :ClaudeAnswer [allow|always|deny]. In a chat's transcript it answers
+--- the prompt under the cursor (with the cursor elsewhere there, it says
+--- where the waiting one is). Anywhere else it goes to the session that
+--- has waited longest and shows its question — a chat's permission prompt
+--- (the oldest of that chat), the terminal's pending diff, or else the
+--- terminal at the CLI's prompt (with the request it is asked to allow,
+--- in a notice) — and, given a choice, answers it: a chat's can_use_tool
+--- request (always: for the session), the terminal's diff (allow and
+--- always accept, deny rejects). An allow is given from elsewhere only
+--- when the one-line notice showed all of the input; otherwise the
+--- request is shown and the allow waits for a second :ClaudeAnswer at it.
+--- A terminal's own prompt can only be answered in the terminal. Returns
+--- the session, or nil when none waits.
 function M.answer(choice)
   if choice == "" then
     choice = nil
@@ -480,6 +586,22 @@ function M.answer(choice)
     return nil
   end
   refresh()
+  local perm_mod = package.loaded["claude.chat"] and require("claude.chat.permission")
+  local here = perm_mod and chat_here()
+  if here then
+    -- the user reads this transcript: what is under the cursor is seen
+    if choice then
+      perm_mod.answer(here, choices[choice])
+    else
+      perm_mod.jump(here)
+    end
+    for _, s in ipairs(cache) do
+      if s.id == "c" .. tostring(here.id) then
+        return s
+      end
+    end
+    return nil
+  end
   local oldest
   for _, s in ipairs(cache) do
     if s.state == "needs input" and (not oldest or s.since < oldest.since) then
@@ -498,9 +620,19 @@ function M.answer(choice)
     local chat = require("claude.chat")
     chat.show(c, true)
     local perm = require("claude.chat.permission")
-    if perm.jump(c) and choice then
-      perm.answer(c, choices[choice])
+    if not (perm.jump(c) and choice) then
+      return oldest
     end
+    local r = oldest.request
+    if choice ~= "deny" and not (type(r) == "table" and r.fits == true and r.request_id == perm.pending(c)[1]) then
+      if type(r) == "table" then
+        not_shown(oldest, r, string.format("allow it there (:ClaudeAnswer %s again, with the cursor on it)", choice))
+      else
+        util.notify("nvim-claude: not allowed from here: the request is shown now; answer it there", vim.log.levels.WARN)
+      end
+      return oldest
+    end
+    perm.answer(c, choices[choice])
     return oldest
   end
   local diff = package.loaded["claude.diff"]
@@ -518,6 +650,12 @@ function M.answer(choice)
     end
   end
   M.jump(oldest)
+  local r = oldest.request
+  if type(r) == "table" then
+    local lines = { string.format("nvim-claude: %s asks to allow (answer in the terminal):", name_of(oldest)) }
+    vim.list_extend(lines, request_view(r, "  "))
+    util.notify(table.concat(lines, "\n"), vim.log.levels.WARN)
+  end
   if choice then
     util.notify("nvim-claude: the terminal's prompt is answered in the terminal (the IDE protocol cannot answer it)", vim.log.levels.INFO)
   end
@@ -554,17 +692,8 @@ function M.release(claude_session, except_chat)
   end
 end
 
---- Continues session s in the other mode (the CLI's --resume): a chat in
---- the Claude terminal, the terminal's conversation in a chat. The other
---- side is stopped first.
-function M.handover(s)
-  if not s.claude_session or s.claude_session == "" then
-    util.notify(
-      "nvim-claude: the CLI's session id of " .. s.name .. " is not known yet (it comes with the first turn; for the terminal, through its hooks)",
-      vim.log.levels.WARN
-    )
-    return
-  end
+-- hand_over continues s in the other mode now.
+local function hand_over(s)
   M.stop(s)
   if s.mode == "chat" then
     -- beside a running terminal, whose CLI goes on
@@ -573,5 +702,65 @@ function M.handover(s)
     require("claude.chat").open({ resume = s.claude_session, cwd = s.dir })
   end
 end
+
+--- Continues session s in the other mode (the CLI's --resume): a chat in
+--- the Claude terminal, the terminal's conversation in a chat. The other
+--- side is stopped first. A session whose turn still runs (working, or
+--- waiting for an answer) is handed over when that turn ends, so that its
+--- last answer goes along; asked again meanwhile, the wait is cancelled.
+function M.handover(s)
+  if not s.claude_session or s.claude_session == "" then
+    util.notify(
+      "nvim-claude: the CLI's session id of " .. name_of(s) .. " is not known yet (it comes with the first turn; for the terminal, through its hooks)",
+      vim.log.levels.WARN
+    )
+    return
+  end
+  if handing[s.id] then
+    handing[s.id] = nil
+    util.notify(string.format("nvim-claude: %s stays where it is (the handover is cancelled)", name_of(s)), vim.log.levels.INFO)
+  elseif s.state == "working" or s.state == "needs input" then
+    handing[s.id] = true
+    util.notify(
+      string.format(
+        "nvim-claude: %s is %s: it continues in %s when its turn ends, with every message (h on it again cancels)",
+        name_of(s),
+        s.state == "working" and "still working" or "waiting for your answer",
+        other_mode(s)
+      ),
+      vim.log.levels.INFO
+    )
+  else
+    hand_over(s)
+    return
+  end
+  if panel.buf and api.nvim_buf_is_valid(panel.buf) then
+    pcall(M._render)
+  end
+end
+
+--- The sessions waiting to be handed over when their turn ends (ids).
+function M.handovers()
+  local out = {}
+  for id in pairs(handing) do
+    table.insert(out, id)
+  end
+  table.sort(out)
+  return out
+end
+
+-- handover_due runs a handover that waited for the turn of s to end.
+local function handover_due(s, state)
+  if not handing[s.id] or state == "working" or state == "needs input" then
+    return
+  end
+  handing[s.id] = nil
+  if state == "exited" then
+    util.notify(string.format("nvim-claude: %s exited before its turn ended: not handed over", name_of(s)), vim.log.levels.WARN)
+    return
+  end
+  hand_over(s)
+end
+M._handover_due = handover_due
 
 return M

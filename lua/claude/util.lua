@@ -23,33 +23,91 @@ end
 
 M.uv = vim.uv or vim.loop
 
+local unsafe_cp = {
+  [0x061C] = true, [0x200E] = true, [0x200F] = true, [0x2028] = true, [0x2029] = true, [0xFEFF] = true,
+  [0x202A] = true, [0x202B] = true, [0x202C] = true, [0x202D] = true, [0x202E] = true,
+  [0x2066] = true, [0x2067] = true, [0x2068] = true, [0x2069] = true,
+}
+
+-- utf8_at decodes the character at byte i of s: its code point and length,
+-- or nil for a byte that starts no valid UTF-8 sequence (as Go decodes:
+-- no overlong forms, no surrogates, nothing above U+10FFFF).
+local function utf8_at(s, i)
+  local c = s:byte(i)
+  if c < 0x80 then
+    return c, 1
+  end
+  local n, cp, lo, hi
+  if c >= 0xC2 and c <= 0xDF then
+    n, cp = 2, c - 0xC0
+  elseif c >= 0xE0 and c <= 0xEF then
+    n, cp = 3, c - 0xE0
+    lo, hi = c == 0xE0 and 0xA0 or 0x80, c == 0xED and 0x9F or 0xBF
+  elseif c >= 0xF0 and c <= 0xF4 then
+    n, cp = 4, c - 0xF0
+    lo, hi = c == 0xF0 and 0x90 or 0x80, c == 0xF4 and 0x8F or 0xBF
+  else
+    return nil
+  end
+  for k = 1, n - 1 do
+    local b = s:byte(i + k)
+    if not b or b < ((k == 1 and lo) or 0x80) or b > ((k == 1 and hi) or 0xBF) then
+      return nil
+    end
+    cp = cp * 64 + (b - 0x80)
+  end
+  return cp, n
+end
+
 --- Text from outside the plugin (a directory name, a buffer name, an
---- error from a job) as one displayable line of at most max characters:
---- the same rules as the host's display.Line — a newline shown as "⏎", a
---- tab as a space, other control characters in caret notation (^[),
---- C1 controls and direction marks as <U+XXXX>; cut with "…".
+--- error from a job) as one displayable line of at most max characters
+--- (nil or <= 0: no cap): the same rules as the host's display.Line — a
+--- newline shown as "⏎", a tab as a space, other control characters in
+--- caret notation (^[), C1 controls and direction marks as <U+XXXX>,
+--- invalid UTF-8 as U+FFFD; cut with "…".
 function M.display(s, max)
   s = tostring(s or "")
-  if not s:find("[%z\1-\31\127\194\225\226\239]") and (not max or #s <= max) then
-    return s
+  if max and max <= 0 then
+    max = nil
   end
-  s = s:gsub("\r?\n", "⏎"):gsub("\t", " ")
-  s = s:gsub("[%z\1-\31]", function(c)
-    return "^" .. string.char(c:byte() + 64)
-  end):gsub("\127", "^?")
-  -- C1 controls (U+0080–U+009F), direction marks, embeddings, overrides,
-  -- isolates, line/paragraph separators and the BOM.
-  s = s:gsub("\194([\128-\159])", function(c)
-    return ("<U+%X>"):format(c:byte())
-  end)
-  for _, cp in ipairs({ 0x061C, 0x200E, 0x200F, 0x202A, 0x202B, 0x202C, 0x202D, 0x202E, 0x2066, 0x2067, 0x2068, 0x2069, 0x2028, 0x2029, 0xFEFF }) do
-    local ch = vim.fn.nr2char(cp)
-    s = s:gsub(vim.pesc(ch), ("<U+%04X>"):format(cp))
+  if not s:find("[^\32-\126]") and (not max or #s <= max) then
+    return s -- printable ASCII that fits: the common case
   end
-  if max and vim.fn.strchars(s) > max then
-    s = vim.fn.strcharpart(s, 0, max - 1) .. "…"
+  -- no vim.fn here: callable from a fast event
+  local out, n, i, len = {}, 0, 1, #s
+  while i <= len do
+    local cp, size = utf8_at(s, i)
+    local shown, w = nil, 1
+    if not cp then
+      shown, size = "\239\191\189", 1 -- U+FFFD
+    elseif cp == 10 then
+      shown = "⏎"
+    elseif cp == 9 then
+      shown = " "
+    elseif cp < 0x20 then
+      shown, w = "^" .. string.char(cp + 64), 2
+    elseif cp == 0x7F then
+      shown, w = "^?", 2
+    elseif (cp >= 0x80 and cp < 0xA0) or unsafe_cp[cp] then
+      shown = ("<U+%X>"):format(cp)
+      w = #shown
+    else
+      shown = s:sub(i, i + size - 1)
+    end
+    if max and n + w > max then
+      return table.concat(out, "", 1, math.max(max - 1, 0)) .. "…"
+    end
+    n = n + w
+    if w == 1 then
+      table.insert(out, shown)
+    else
+      for k = 1, w do -- one character each (these forms are ASCII)
+        table.insert(out, shown:sub(k, k))
+      end
+    end
+    i = i + size
   end
-  return s
+  return table.concat(out)
 end
 
 --- Brings buf's unmodified buffer up to date with its file: a local

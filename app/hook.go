@@ -1,0 +1,20 @@
+package app
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/nvim-claude/nvim-claude/sessions"
+)
+
+// HookRequest is what the hook entry point (`nvim-claude hook`, which
+// imports only app of the features) sends of a PermissionRequest's tool
+// input, by the sessions feature's rule: the text the user is asked to
+// allow (its start and its end when long: cut), how many lines the whole
+// has, and the model's description.
+func HookRequest(input json.RawMessage) (text, description string, lines int, cut bool) {
+	text, description = sessions.RequestText(input)
+	lines = strings.Count(strings.TrimRight(strings.ReplaceAll(text, "\r\n", "\n"), "\n"), "\n") + 1
+	text, cut = sessions.CutText(text, sessions.MaxRequestText)
+	return text, description, lines, cut
+}
