@@ -138,17 +138,17 @@ func (e *Tools) Hooks() host.Hooks {
 
 // setOptions takes setup()'s editor_tools (whenever Lua sends them);
 // the next "edtools" request applies them.
-func (e *Tools) setOptions(o host.Options) {
+func (e *Tools) setOptions(o host.Options) error {
 	var t Options
 	if err := o.Decode("editor_tools", &t); err != nil {
-		e.log.Warn("options", "err", err)
-		return
+		return err
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.enabled = t.Enable
 	e.allowList = append([]string(nil), t.Allow...)
 	e.allowAll = t.Allow == nil
+	return nil
 }
 
 // Options are setup()'s editor_tools table.

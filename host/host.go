@@ -119,7 +119,10 @@ type Hooks struct {
 	// Options hears the user's options whenever Lua sends them (first
 	// when it starts the host, before the IDE server can start, then after
 	// every setup()); it must not block.
-	Options func(o Options)
+	// It decodes the tables it owns (Options.Decode) before it changes
+	// anything: a table that does not decode is its error, and leaves the
+	// feature as it was.
+	Options func(o Options) error
 	// ServerStarted and ServerStopped hear the IDE server's lifetime.
 	ServerStarted func()
 	ServerStopped func()

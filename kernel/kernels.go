@@ -56,15 +56,15 @@ func resolveExecuteOptions(o ExecuteOptions) executeOptions {
 }
 
 // setOptions takes the user's options (whenever Lua sends them).
-func (c *Kernels) setOptions(o host.Options) {
+func (c *Kernels) setOptions(o host.Options) error {
 	var e ExecuteOptions
 	if err := o.Decode("execute", &e); err != nil {
-		c.log.Warn("options", "err", err)
-		return
+		return err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.opts = &e
+	return nil
 }
 
 // ExecuteOptions are setup()'s execute table, as the host needs it.

@@ -95,17 +95,16 @@ func (q *Queue) Hooks() host.Hooks {
 	}
 }
 
-func (q *Queue) setOptions(o host.Options) {
+func (q *Queue) setOptions(o host.Options) error {
 	var r Options
 	if err := o.Decode("review", &r); err != nil {
-		q.log.Warn("options", "err", err)
-		return
+		return err
 	}
 	q.mu.Lock()
 	q.opts = r
 	q.mu.Unlock()
 	if r.ConfigDir == "" {
-		return
+		return nil
 	}
 	q.start.Do(func() {
 		// The first look is here, so that what the transcripts hold now
@@ -114,6 +113,7 @@ func (q *Queue) setOptions(o host.Options) {
 		q.wg.Add(1)
 		go q.poll()
 	})
+	return nil
 }
 
 // Options are what the queue needs of setup(): where the CLI keeps its

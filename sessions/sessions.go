@@ -205,7 +205,7 @@ func (s *Sessions) Hooks() host.Hooks {
 			"sessions.update":   host.Request("sessions.update", s.handleUpdate),
 		},
 		// the first options come as the host starts
-		Options: func(host.Options) { s.sweepOnce.Do(s.sweep) },
+		Options: func(host.Options) error { s.sweepOnce.Do(s.sweep); return nil },
 		Close:   s.Close,
 	}
 }

@@ -153,7 +153,9 @@ func New(opts Options) *App {
 func (a *App) Register(r Registrar) error {
 	reqs := map[string]host.LuaRequest{
 		"options": host.Request("options", func(_ context.Context, o host.Options) (any, error) {
-			a.SetOptions(o)
+			if err := a.SetOptions(o); err != nil {
+				return nil, fmt.Errorf("options: %w", err)
+			}
 			// Lua checks that the host is its own version (server.lua).
 			return map[string]any{"version": a.version}, nil
 		}),
@@ -200,31 +202,37 @@ func (a *App) Register(r Registrar) error {
 // again): the file boundary's settings, single_session, and every
 // feature's Hooks.Options. The hooks run outside a.mu (a feature may call
 // the host from under its own lock), one SetOptions at a time.
-func (a *App) SetOptions(o host.Options) {
+//
+// Each table is decoded by whoever owns it, before anything changes: the
+// App refuses the whole request when its own tables (single_session,
+// security) do not decode; a feature refuses its own and keeps its
+// previous options. The error names every option that was refused.
+func (a *App) SetOptions(o host.Options) error {
 	a.optsMu.Lock()
 	defer a.optsMu.Unlock()
 	var single bool
-	if err := o.Decode("single_session", &single); err != nil {
-		a.log.Warn("options", "err", err)
-	}
-	a.mu.Lock()
-	a.opts = &o
-	a.single = single
-	a.mu.Unlock()
 	var sec struct {
 		// security.deny followed by security.deny_extra
 		Deny      []string `json:"deny"`
 		AllowHome bool     `json:"allow_home"`
 	}
-	if err := o.Decode("security", &sec); err != nil {
-		a.log.Warn("options", "err", err)
+	if err := errors.Join(o.Decode("single_session", &single), o.Decode("security", &sec)); err != nil {
+		return err
 	}
+	a.mu.Lock()
+	a.opts = &o
+	a.single = single
+	a.mu.Unlock()
 	a.ws.Boundary().Update(workspace.Settings{Deny: sec.Deny, AllowHome: sec.AllowHome})
+	var errs []error
 	for _, h := range a.hooks {
 		if h.Options != nil {
-			h.Options(o)
+			if err := h.Options(o); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
+	return errors.Join(errs...)
 }
 
 // singleSession is the single_session option now.

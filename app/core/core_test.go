@@ -22,10 +22,19 @@ type optionsFeature struct {
 
 func (f *optionsFeature) Name() string { return "recorder" }
 func (f *optionsFeature) Hooks() host.Hooks {
-	return host.Hooks{Options: func(o host.Options) {
+	return host.Hooks{Options: func(o host.Options) error {
+		// It owns execute, as kernel does: a table of the wrong shape is
+		// refused and changes nothing.
+		var ex struct {
+			Confirm bool `json:"confirm"`
+		}
+		if err := o.Decode("execute", &ex); err != nil {
+			return err
+		}
 		f.mu.Lock()
 		f.seen = append(f.seen, o)
 		f.mu.Unlock()
+		return nil
 	}}
 }
 
@@ -108,8 +117,11 @@ func TestOptionsReachFeaturesBeforeAndWhileRunning(t *testing.T) {
 	if a.Workspace().Files().Denied(secret) {
 		t.Fatal("the new deny-list did not replace the old one")
 	}
-	if _, err := r.reqs["options"](context.Background(), json.RawMessage(`{"execute":{"confirm":"yes"}}`)); err == nil {
-		t.Fatal("options of the wrong type were taken")
+	if _, err := r.reqs["options"](context.Background(), json.RawMessage(`{"execute":{"confirm":"yes"}}`)); err == nil || !strings.Contains(err.Error(), "option execute") {
+		t.Fatalf("options of the wrong type: err = %v, want a refusal naming the option", err)
+	}
+	if _, err := r.reqs["options"](context.Background(), json.RawMessage(`{"security":{"deny":"*.key"}}`)); err == nil || !strings.Contains(err.Error(), "option security") {
+		t.Fatalf("a deny-list of the wrong type: err = %v, want a refusal naming the option", err)
 	}
 	if _, n := f.last(); n != 2 {
 		t.Fatal("a refused options request reached the features")

@@ -110,15 +110,15 @@ func (c *Context) methods() map[string]mcp.MethodHandler {
 }
 
 // setOptions takes the user's options (whenever Lua sends them).
-func (c *Context) setOptions(o host.Options) {
+func (c *Context) setOptions(o host.Options) error {
 	var d DiagnosticsOptions
 	if err := o.Decode("diagnostics", &d); err != nil {
-		c.log.Warn("options", "err", err)
-		return
+		return err
 	}
 	c.mu.Lock()
 	c.settle = time.Duration(max(d.SettleMS, 0) * float64(time.Millisecond))
 	c.mu.Unlock()
+	return nil
 }
 
 // DiagnosticsOptions are setup()'s diagnostics table.

@@ -360,17 +360,17 @@ func (c *Tracker) debounceDur() time.Duration {
 }
 
 // setOptions takes the user's options: the debounce (selection.debounce_ms).
-func (c *Tracker) setOptions(o host.Options) {
+func (c *Tracker) setOptions(o host.Options) error {
 	var s Options
 	if err := o.Decode("selection", &s); err != nil {
-		c.log.Warn("options", "err", err)
-		return
+		return err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if s.DebounceMS >= 0 {
 		c.debounce = time.Duration(s.DebounceMS * float64(time.Millisecond))
 	}
+	return nil
 }
 
 // Options are setup()'s selection table, as the host needs it.
