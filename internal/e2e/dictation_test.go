@@ -939,6 +939,10 @@ func TestDictationCheckhealth(t *testing.T) {
 		}
 	}
 	engine := dictFakeEngine(t, dir)
+	model := filepath.Join(dir, "ggml-base.en.bin")
+	if err := os.WriteFile(model, []byte("model"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	// a PocketSphinx 0.8 with its model, installed under dir/ps
 	sphinxBin := filepath.Join(dir, "ps", "bin", "pocketsphinx_continuous")
 	if err := os.MkdirAll(filepath.Join(dir, "ps", "share", "pocketsphinx", "model", "en-us", "en-us"), 0o755); err != nil {
@@ -955,12 +959,16 @@ func TestDictationCheckhealth(t *testing.T) {
 		want       []string
 	}{
 		{"pocketsphinx before cmd", fmt.Sprintf(`dictation = { cmd = { %q }, pocketsphinx = { cmd = %q } }`, engine, sphinxBin), []string{
-			"engine: PocketSphinx (" + sphinxBin + ")",
+			"WARNING engine: PocketSphinx (" + sphinxBin + ") (not recommended: on spoken coding prompts it gets most words wrong)",
+			"recommended: whisper.cpp's whisper-cli with an English model",
 			`dictation.cmd is set, but PocketSphinx (` + sphinxBin + `) comes first with engine = "auto": set engine = "cmd" to use yours`,
 		}},
 		{"nothing", `dictation = { recorder = { cmd = { "/nonexistent/rec" } } }`, []string{
 			"recorder /nonexistent/rec (dictation.recorder.cmd) is not executable",
 			"no speech-to-text engine", "apt-get install pocketsphinx pocketsphinx-en-us",
+		}},
+		{"whisper", fmt.Sprintf(`dictation = { whisper = { cmd = "/bin/true", model = %q } }`, model), []string{
+			"OK engine: whisper.cpp (/bin/true), model " + model,
 		}},
 		{"found", fmt.Sprintf(`dictation = { cmd = { %q } }`, engine), []string{
 			"recorder: arecord", "engine: " + engine,

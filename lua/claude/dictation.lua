@@ -43,7 +43,7 @@ local recorders = {
 }
 
 M.install_hint = "install a recorder (Debian: apt-get install pipewire-bin, pulseaudio-utils, alsa-utils or sox) or set dictation.recorder.cmd"
-M.engine_hint = "install PocketSphinx (Debian: apt-get install pocketsphinx pocketsphinx-en-us), or set dictation.whisper = { cmd = …, model = … } (whisper.cpp) or dictation.cmd"
+M.engine_hint = "recommended: whisper.cpp's whisper-cli with an English model (ggml-base.en.bin), set as dictation.whisper = { cmd = …, model = … } (neither is packaged by Debian 12 or npm: see :help claude-dictation-engines); PocketSphinx installs with apt-get install pocketsphinx pocketsphinx-en-us but gets most words wrong; or your own dictation.cmd"
 
 -- Where the input devices are looked for (tests point it elsewhere).
 M._snd_dir = "/dev/snd"
@@ -1035,7 +1035,14 @@ function M.health(h)
   end
   local eng, why = M.engine()
   if eng then
-    h.ok("engine: " .. eng.name)
+    if eng.name:find("^whisper") then
+      h.ok("engine: " .. eng.name .. ", model " .. vim.fn.expand(opts().whisper.model))
+    elseif eng.name:find("^PocketSphinx") then
+      -- it runs, but it does not understand: say so, and what is better
+      h.warn("engine: " .. eng.name .. " (not recommended: on spoken coding prompts it gets most words wrong)", { M.engine_hint })
+    else
+      h.ok("engine: " .. eng.name)
+    end
     -- "auto" passes over an engine the user configured without saying so
     -- when dictating: say it here
     local o = opts()
