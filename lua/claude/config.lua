@@ -31,7 +31,7 @@
 ---@class claude.Config.Dictation
 ---@field engine? "auto"|"whisper"|"pocketsphinx"|"cmd"
 ---@field recorder? {cmd?: string|string[]} records a 16 kHz mono WAV to "{file}"
----@field whisper? {cmd?: string, model?: string, language?: string, args?: string[]} whisper.cpp's CLI
+---@field whisper? {cmd?: string, model?: string, language?: string, args?: string[], prompt?: boolean|string|fun(words: string): string} whisper.cpp's CLI; prompt: its initial prompt (true: the words of the moment)
 ---@field pocketsphinx? {cmd?: string, args?: string[]}
 ---@field cmd? string|string[] an engine: reads the WAV "{file}", prints the text
 ---@field max_seconds? number a recording stops by itself after this long (0: never)
@@ -230,7 +230,10 @@ function M.defaults()
       -- and whisper.model are set, else PocketSphinx when installed, else cmd
       engine = "auto",
       recorder = { cmd = nil }, -- nil: the first of pw-record, parecord, arecord, rec, sox that works
-      whisper = { cmd = nil, model = nil, language = nil, args = {} },
+      -- prompt: true gives whisper.cpp the words of the moment (project,
+      -- symbol under the cursor, open files); false none; a string, or a
+      -- function(words) returning one, yours
+      whisper = { cmd = nil, model = nil, language = nil, args = {}, prompt = true },
       pocketsphinx = { cmd = nil, args = {} }, -- cmd nil: pocketsphinx_continuous, else pocketsphinx (5.x)
       cmd = nil, -- your engine: a command that reads the WAV "{file}" and prints the text
       max_seconds = 300,
@@ -555,6 +558,7 @@ local schema = {
           model = { types = { "string" } },
           language = { types = { "string" } },
           args = { types = { "table" }, check = list_of_strings },
+          prompt = { types = { "boolean", "string", "function" } },
         },
       },
       pocketsphinx = {
