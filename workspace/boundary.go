@@ -224,6 +224,19 @@ func (b *Boundary) Resolve(folders []string, p string, a Access, isOpen func(abs
 	return out, nil
 }
 
+// DeniedIn is Denied for a file of the workspace folders folders: they are
+// where the identity index looks for the deny-listed files another hard
+// link could name. It is the question every path that leaves Neovim
+// without a Resolve (a selection, a mention, an open editor's name) asks.
+func (b *Boundary) DeniedIn(folders []string, abs string) bool {
+	b.mu.Lock()
+	if !slices.Equal(b.folders, folders) {
+		b.folders = append([]string(nil), folders...)
+	}
+	b.mu.Unlock()
+	return b.Denied(abs)
+}
+
 // Denied reports whether the file at abs is on the deny-list: by its name
 // or path, by its symlink target's, or — for a file with other hard links —
 // by its identity (the same device and inode as a deny-listed file).

@@ -133,6 +133,27 @@ func (c *Context) CheckPath(ctx context.Context, p string, acc workspace.Access)
 	return c.ws.Check(ctx, p, acc, c.isOpen())
 }
 
+// editors is the editor's open files as a client may see them: a
+// deny-listed file (by the host's boundary, which also knows another hard
+// link to one) is left out, name and all, and is no current file.
+func (c *Context) editors(ctx context.Context) (nvimbridge.Editors, error) {
+	eds, err := c.ed.Editors(ctx)
+	if err != nil {
+		return eds, err
+	}
+	kept := eds.Buffers[:0]
+	for _, b := range eds.Buffers {
+		if !c.ws.Denied(b.Path) {
+			kept = append(kept, b)
+		}
+	}
+	eds.Buffers = kept
+	if eds.Current != nil && c.ws.Denied(eds.Current.Path) {
+		eds.Current = nil
+	}
+	return eds, nil
+}
+
 // isOpen asks Neovim once, on the first question, which buffers it has.
 func (c *Context) isOpen() func(ctx context.Context, abs string) bool {
 	var open map[string]bool
