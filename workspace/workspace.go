@@ -188,6 +188,11 @@ func (w *Workspace) Denied(abs string) bool {
 	return w.boundary.DeniedIn(w.Folders(), abs)
 }
 
+// DeniedAll is Denied for many paths at once (the open buffers).
+func (w *Workspace) DeniedAll(paths []string) []bool {
+	return w.boundary.DeniedAllIn(w.Folders(), paths)
+}
+
 // Check is the one rule for a path a client names, in every tool and
 // method: a file:// URI becomes its path, a relative path is taken from
 // the root, and the result goes through the boundary for access acc.

@@ -141,9 +141,14 @@ func (c *Context) editors(ctx context.Context) (nvimbridge.Editors, error) {
 	if err != nil {
 		return eds, err
 	}
+	paths := make([]string, len(eds.Buffers))
+	for i, b := range eds.Buffers {
+		paths[i] = b.Path
+	}
+	denied := c.ws.DeniedAll(paths)
 	kept := eds.Buffers[:0]
-	for _, b := range eds.Buffers {
-		if !c.ws.Denied(b.Path) {
+	for i, b := range eds.Buffers {
+		if !denied[i] {
 			kept = append(kept, b)
 		}
 	}
