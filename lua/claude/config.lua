@@ -116,6 +116,10 @@ function M.defaults()
       split_side = "right",
       width = 0.35,
       float = { width = 0.85, height = 0.85, border = "rounded" },
+      -- the mode :ClaudeStart starts the CLI in (--permission-mode): "manual"
+      -- opens every edit in the diff review first; nil: the CLI's own
+      -- (its settings.json permissions.defaultMode, else its default)
+      permission_mode = nil,
     },
     notify = {
       needs_input = true, -- vim.notify when a diff waits while you look elsewhere
@@ -407,6 +411,10 @@ local schema = {
         },
       },
       split_side = { types = { "string" }, check = one_of("right", "left", "bottom", "top") },
+      permission_mode = {
+        types = { "string" },
+        check = one_of("manual", "default", "acceptEdits", "auto", "plan", "dontAsk", "bypassPermissions"),
+      },
       width = {
         types = { "number" },
         check = function(v)
