@@ -224,10 +224,44 @@ func (b *Boundary) Resolve(folders []string, p string, a Access, isOpen func(abs
 	return out, nil
 }
 
+// DeniedIn is Denied for a file of the workspace folders folders: they are
+// where the identity index looks for the deny-listed files another hard
+// link could name. It is the question every path that leaves Neovim
+// without a Resolve (a selection, a mention, an open editor's name) asks.
+func (b *Boundary) DeniedIn(folders []string, abs string) bool {
+	b.mu.Lock()
+	if !slices.Equal(b.folders, folders) {
+		b.folders = append([]string(nil), folders...)
+	}
+	b.mu.Unlock()
+	return b.Denied(abs)
+}
+
 // Denied reports whether the file at abs is on the deny-list: by its name
 // or path, by its symlink target's, or — for a file with other hard links —
 // by its identity (the same device and inode as a deny-listed file).
 func (b *Boundary) Denied(abs string) bool {
+	return b.denied(abs, nil)
+}
+
+// DeniedAllIn is DeniedIn for many paths (the open buffers): the
+// directories they share are resolved once.
+func (b *Boundary) DeniedAllIn(folders []string, paths []string) []bool {
+	b.mu.Lock()
+	if !slices.Equal(b.folders, folders) {
+		b.folders = append([]string(nil), folders...)
+	}
+	b.mu.Unlock()
+	dirs := map[string]string{}
+	out := make([]bool, len(paths))
+	for i, p := range paths {
+		out[i] = b.denied(p, dirs)
+	}
+	return out
+}
+
+// denied is Denied; dirs (may be nil) caches resolved directories.
+func (b *Boundary) denied(abs string, dirs map[string]string) bool {
 	b.mu.RLock()
 	pats := b.pats
 	b.mu.RUnlock()
@@ -237,11 +271,33 @@ func (b *Boundary) Denied(abs string) bool {
 	if matchAny(pats, abs) {
 		return true
 	}
-	fi, err := os.Stat(abs)
+	fi, err := os.Lstat(abs)
 	if err != nil {
 		return false
 	}
-	if real, err := filepath.EvalSymlinks(abs); err == nil && real != abs && matchAny(pats, real) {
+	var real string
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		if fi, err = os.Stat(abs); err != nil {
+			return false
+		}
+		if real, err = filepath.EvalSymlinks(abs); err != nil {
+			real = ""
+		}
+	} else {
+		// Not a symlink itself: its real path is its directory's plus its name.
+		dir := filepath.Dir(abs)
+		rd, ok := dirs[dir]
+		if !ok {
+			if rd, err = filepath.EvalSymlinks(dir); err != nil {
+				rd = dir
+			}
+			if dirs != nil {
+				dirs[dir] = rd
+			}
+		}
+		real = filepath.Join(rd, filepath.Base(abs))
+	}
+	if real != "" && real != abs && matchAny(pats, real) {
 		return true
 	}
 	return b.deniedIdentity(fi)

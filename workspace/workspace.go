@@ -179,6 +179,20 @@ func (w *Workspace) Folders() []string {
 	return out
 }
 
+// Denied is the deny-list's verdict on the absolute path abs, with the
+// workspace folders as the places the deny-listed files that another hard
+// link could name are looked for. Every path that would leave Neovim other
+// than through Check (a shared selection, a mention, an open editor's
+// name) asks it.
+func (w *Workspace) Denied(abs string) bool {
+	return w.boundary.DeniedIn(w.Folders(), abs)
+}
+
+// DeniedAll is Denied for many paths at once (the open buffers).
+func (w *Workspace) DeniedAll(paths []string) []bool {
+	return w.boundary.DeniedAllIn(w.Folders(), paths)
+}
+
 // Check is the one rule for a path a client names, in every tool and
 // method: a file:// URI becomes its path, a relative path is taken from
 // the root, and the result goes through the boundary for access acc.

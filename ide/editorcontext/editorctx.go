@@ -155,6 +155,32 @@ func (c *Context) CheckPath(ctx context.Context, p string, acc workspace.Access)
 	return c.ws.Check(ctx, p, acc, c.isOpen())
 }
 
+// editors is the editor's open files as a client may see them: a
+// deny-listed file (by the host's boundary, which also knows another hard
+// link to one) is left out, name and all, and is no current file.
+func (c *Context) editors(ctx context.Context) (nvimbridge.Editors, error) {
+	eds, err := c.ed.Editors(ctx)
+	if err != nil {
+		return eds, err
+	}
+	paths := make([]string, len(eds.Buffers))
+	for i, b := range eds.Buffers {
+		paths[i] = b.Path
+	}
+	denied := c.ws.DeniedAll(paths)
+	kept := eds.Buffers[:0]
+	for i, b := range eds.Buffers {
+		if !denied[i] {
+			kept = append(kept, b)
+		}
+	}
+	eds.Buffers = kept
+	if eds.Current != nil && c.ws.Denied(eds.Current.Path) {
+		eds.Current = nil
+	}
+	return eds, nil
+}
+
 // isOpen asks Neovim once, on the first question, which buffers it has.
 func (c *Context) isOpen() func(ctx context.Context, abs string) bool {
 	var open map[string]bool

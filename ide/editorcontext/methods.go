@@ -224,7 +224,7 @@ type openFileView struct {
 func (c *Context) getOpenFiles(ctx context.Context, _ *mcp.MethodRequest) (any, error) {
 	ectx, cancel := host.EditorCtx(ctx)
 	defer cancel()
-	eds, err := c.ed.Editors(ectx)
+	eds, err := c.editors(ectx)
 	if err != nil {
 		return nil, host.EditorError("getOpenFiles", err)
 	}
@@ -247,7 +247,7 @@ func (c *Context) getOpenFiles(ctx context.Context, _ *mcp.MethodRequest) (any, 
 func (c *Context) getCurrentFile(ctx context.Context, _ *mcp.MethodRequest) (any, error) {
 	ectx, cancel := host.EditorCtx(ctx)
 	defer cancel()
-	eds, err := c.ed.Editors(ectx)
+	eds, err := c.editors(ectx)
 	if err != nil {
 		return nil, host.EditorError("getCurrentFile", err)
 	}

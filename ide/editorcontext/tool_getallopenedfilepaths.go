@@ -18,7 +18,7 @@ func (c *Context) getAllOpenedFilePathsTool() mcp.Tool {
 		Handler: func(ctx context.Context, _ *mcp.ToolRequest) (*mcp.ToolResult, error) {
 			ectx, cancel := host.EditorCtx(ctx)
 			defer cancel()
-			eds, err := c.ed.Editors(ectx)
+			eds, err := c.editors(ectx)
 			if err != nil {
 				return nil, host.EditorError("get_all_opened_file_paths", err)
 			}

@@ -69,6 +69,9 @@ func (c *Tracker) handleMention(_ context.Context, req mentionRequest) (any, err
 		if err := m.validate(); err != nil {
 			return nil, fmt.Errorf("mention: %w", err)
 		}
+		if c.h.Workspace().Denied(m.FilePath) {
+			return nil, fmt.Errorf("%s matches security.deny: files on the deny-list are not sent to Claude", filepath.Base(m.FilePath))
+		}
 	}
 	timeout := mentionDefaultTimeout
 	if req.TimeoutMS != nil && *req.TimeoutMS > 0 {

@@ -427,6 +427,7 @@ func (c *Tracker) pull(force bool) (time.Duration, error) {
 // apply feeds one observation to the coalescer and broadcasts what it
 // says must go out.
 func (c *Tracker) apply(st *nvimbridge.SelectionState) {
+	c.judge(st)
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
 	c.mu.Lock()
@@ -438,6 +439,17 @@ func (c *Tracker) apply(st *nvimbridge.SelectionState) {
 	c.mu.Unlock()
 	if send {
 		c.h.Broadcast("selection_changed", p)
+	}
+}
+
+// judge turns a selection in a deny-listed file into a denied
+// observation. Lua's matcher knows the globs; the host's boundary decides,
+// and it also knows another hard link to a deny-listed file, which Lua
+// cannot tell from any other file. Nothing of such a file, text or name,
+// reaches a CLI.
+func (c *Tracker) judge(st *nvimbridge.SelectionState) {
+	if st.Kind == nvimbridge.SelectionKindSelection && st.Path != "" && c.h.Workspace().Denied(st.Path) {
+		*st = nvimbridge.SelectionState{Kind: nvimbridge.SelectionKindDenied, Path: st.Path, Seq: st.Seq}
 	}
 }
 

@@ -25,6 +25,7 @@ func (c *Tracker) CurrentSelectionTool() mcp.Tool {
 			if err != nil {
 				return nil, fmt.Errorf("could not read the selection from Neovim: %w", err)
 			}
+			c.judge(&st)
 			switch st.Kind {
 			case nvimbridge.SelectionKindSelection:
 				return mcp.JSONResult(selSuccess(selPayload{

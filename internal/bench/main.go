@@ -62,7 +62,7 @@ func run(args []string, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	nvimBin := fs.String("nvim", "", "Neovim binary (default $NVIM_BIN, else .cache/nvim/0.12/bin/nvim)")
 	hostBin := fs.String("host", "", "nvim-claude binary (default: built from this checkout with -trimpath)")
-	only := fs.String("only", "", "comma-separated scenarios to run: 1 (covers 1-2), 3 (covers 3-5 and 10), 6 (6-7), 8, 9, 11, 12, 20, 21, 22, 23, go")
+	only := fs.String("only", "", "comma-separated scenarios to run: 1 (covers 1-2), 3 (covers 3-5 and 10), 6 (6-7), 8, 9, 11, 12, 20, 21, 22, 23, 24, go")
 	quick := fs.Bool("quick", false, "fewer repetitions (a smoke run; figures are not for publishing)")
 	out := fs.String("out", "", "write the report here (default <repo>/BENCHMARKS.md; - for stdout)")
 	keep := fs.Bool("keep", false, "keep the temporary directory (Neovim stderr, host logs) for debugging")
@@ -319,5 +319,6 @@ func scenarios() []scenario {
 		{"21", "21: chat: Neovim CPU per streamed delta", runChatCPU},
 		{"22", "22: chat: long sessions (resume, typing while streaming)", runChatLong},
 		{"23", "23: chat: host memory with 5 chats streaming", runChatMem},
+		{"24", "24: dictation: stop → text", runDictation},
 	}
 }

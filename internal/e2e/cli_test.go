@@ -26,7 +26,7 @@ type session struct {
 }
 
 type sessionOpts struct {
-	permissionMode string // default "default"
+	permissionMode string // default "default"; "none": no --permission-mode in terminal_cmd
 	files          map[string]string
 	extra          string // more setup options
 	userSettings   string // the CLI's user settings.json, when set
@@ -61,11 +61,15 @@ func startSession(t *testing.T, o sessionOpts) *session {
 	if mode == "" {
 		mode = "default"
 	}
-	e := startEditor(t, editorOpts{
+	opts := editorOpts{
 		dir:   project,
 		env:   env.Map(),
 		extra: fmt.Sprintf(`, terminal_cmd = { %q, "--permission-mode", %q }, terminal = { width = 0.6 } %s`, cli, mode, o.extra),
-	})
+	}
+	if mode == "none" { // no --permission-mode: the options and the CLI's settings decide
+		opts.extra = fmt.Sprintf(`, terminal_cmd = { %q }, terminal = { width = 0.6 } %s`, cli, o.extra)
+	}
+	e := startEditor(t, opts)
 	// The CLI's own log of the IDE connection helps when a test fails.
 	t.Cleanup(func() {
 		if !t.Failed() {

@@ -543,7 +543,8 @@ func TestDictationRecorderFails(t *testing.T) {
 	d.focus(t, "1", "p")
 	d.Exec(t, `vim.cmd("ClaudeDictate")`)
 	ev := waitDict(t, d.editor, "error", "done")
-	want := "the recorder " + bad + " failed (exit 1: audio open error: No such file or directory)"
+	// arecord's words when it finds no device: said first
+	want := "no input device: the recorder " + bad + " failed (exit 1: audio open error: No such file or directory)"
 	if ev.State != "error" || ev.Error != want {
 		t.Errorf("event %+v, want error %q", ev, want)
 	}
@@ -554,6 +555,95 @@ func TestDictationRecorderFails(t *testing.T) {
 		t.Errorf("prompt = %q", got)
 	}
 	d.noRecordings(t)
+}
+
+// A recorder that is installed on a machine with nothing to record from
+// (no sound card, no sound server: a container, an ssh session) fails
+// with ALSA's lines of noise and then the reason: the error's first words
+// say what is wrong, the noise is left out, and :checkhealth warns rather
+// than reporting the recorder OK.
+func TestDictationNoInputDevice(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"sh", "cat"} {
+		p, err := exec.LookPath(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(p, filepath.Join(bin, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// what sox's rec prints here, on a machine without /dev/snd
+	rec := "#!/bin/sh\n" +
+		"echo \"ALSA lib confmisc.c:855:(parse_card) cannot find card '0'\" >&2\n" +
+		"echo 'ALSA lib pcm.c:2666:(snd_pcm_open_noupdate) Unknown PCM default' >&2\n" +
+		"echo 'rec FAIL sox: Sorry, there is no default audio device configured' >&2\n" +
+		"exit 1\n"
+	if err := os.WriteFile(filepath.Join(bin, "rec"), []byte(rec), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	snd, run := filepath.Join(dir, "snd"), filepath.Join(dir, "run")
+	for _, p := range []string{snd, run} {
+		if err := os.Mkdir(p, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := startDictationWith(t, fmt.Sprintf(`, dictation = { engine = "cmd", cmd = { %q, "{file}" } }`, dictFakeEngine(t, dir)), true,
+		"PATH="+bin, "XDG_RUNTIME_DIR="+run, "PULSE_SERVER=", "PIPEWIRE_REMOTE=")
+	d.Exec(t, `require("claude.dictation")._snd_dir = ...`, snd)
+	var linux bool
+	d.Eval(t, `return vim.loop.os_uname().sysname == "Linux"`, &linux)
+	if !linux {
+		t.Skip("input devices are looked for on Linux only")
+	}
+	health := func() string {
+		t.Helper()
+		d.Exec(t, `vim.cmd("checkhealth claude")`)
+		out := d.Lines(t, 0)
+		d.Exec(t, `vim.cmd("bwipeout!")`)
+		i := strings.Index(out, "nvim-claude: dictation")
+		if i < 0 {
+			t.Fatalf("no dictation section:\n%s", out)
+		}
+		return out[i:]
+	}
+	sec := health()
+	if !strings.Contains(sec, "WARNING recorder: rec, but this machine has no input device (no ALSA capture device in /dev/snd, no PulseAudio or PipeWire server): dictation cannot record here") ||
+		strings.Contains(sec, "OK recorder") {
+		t.Errorf("checkhealth, no input device:\n%s", sec)
+	}
+
+	d.open(t)
+	d.focus(t, "1", "p")
+	d.Exec(t, `vim.cmd("ClaudeDictate")`)
+	ev := waitDict(t, d.editor, "error", "done")
+	want := "no input device: no recorder works: rec (exit 1: rec FAIL sox: Sorry, there is no default audio device configured) (connect a microphone"
+	if ev.State != "error" || !strings.HasPrefix(ev.Error, want) || strings.Contains(ev.Error, "ALSA lib") {
+		t.Errorf("event %+v, want error %q…", ev, want)
+	}
+	if ns := d.notes(t); len(ns) != 1 || !strings.HasPrefix(ns[0].Msg, "nvim-claude: dictation: "+want) {
+		t.Errorf("notes %v", ns)
+	}
+	d.noRecordings(t)
+
+	// a capture device, or a sound server: the recorder is OK, and says
+	// what it records from
+	if err := os.WriteFile(filepath.Join(snd, "pcmC0D0c"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(run, "pulse"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(run, "pulse", "native"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if sec := health(); !strings.Contains(sec, "OK recorder: rec (input: an ALSA capture device, a PulseAudio server)") {
+		t.Errorf("checkhealth, input devices:\n%s", sec)
+	}
 }
 
 // A killed Neovim's recording is swept at the next start; another live
@@ -849,6 +939,10 @@ func TestDictationCheckhealth(t *testing.T) {
 		}
 	}
 	engine := dictFakeEngine(t, dir)
+	model := filepath.Join(dir, "ggml-base.en.bin")
+	if err := os.WriteFile(model, []byte("model"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	// a PocketSphinx 0.8 with its model, installed under dir/ps
 	sphinxBin := filepath.Join(dir, "ps", "bin", "pocketsphinx_continuous")
 	if err := os.MkdirAll(filepath.Join(dir, "ps", "share", "pocketsphinx", "model", "en-us", "en-us"), 0o755); err != nil {
@@ -865,12 +959,16 @@ func TestDictationCheckhealth(t *testing.T) {
 		want       []string
 	}{
 		{"pocketsphinx before cmd", fmt.Sprintf(`dictation = { cmd = { %q }, pocketsphinx = { cmd = %q } }`, engine, sphinxBin), []string{
-			"engine: PocketSphinx (" + sphinxBin + ")",
+			"WARNING engine: PocketSphinx (" + sphinxBin + ") (not recommended: on spoken coding prompts it gets most words wrong)",
+			"recommended: whisper.cpp's whisper-cli with an English model",
 			`dictation.cmd is set, but PocketSphinx (` + sphinxBin + `) comes first with engine = "auto": set engine = "cmd" to use yours`,
 		}},
 		{"nothing", `dictation = { recorder = { cmd = { "/nonexistent/rec" } } }`, []string{
 			"recorder /nonexistent/rec (dictation.recorder.cmd) is not executable",
 			"no speech-to-text engine", "apt-get install pocketsphinx pocketsphinx-en-us",
+		}},
+		{"whisper", fmt.Sprintf(`dictation = { whisper = { cmd = "/bin/true", model = %q } }`, model), []string{
+			"OK engine: whisper.cpp (/bin/true), model " + model,
 		}},
 		{"found", fmt.Sprintf(`dictation = { cmd = { %q } }`, engine), []string{
 			"recorder: arecord", "engine: " + engine,
@@ -1069,10 +1167,29 @@ printf '\n [BLANK_AUDIO]\n Open the main function.\n'
 	if err := os.WriteFile(whisper, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// A project (its .git at the top) with a file open, the cursor on an
+	// identifier in it: whisper's initial prompt names them.
+	proj := filepath.Join(dir, "acme-server")
+	src := filepath.Join(proj, "cmd", "parse.go")
+	if err := os.MkdirAll(filepath.Join(proj, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(src), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(src, []byte("package main\n\nfunc parse_flags() {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	// engine "auto": whisper.cpp wins over an installed PocketSphinx
 	d := startDictation(t, fmt.Sprintf(`, dictation = { recorder = { cmd = { %q, %q, "{file}", "once" } }, whisper = { cmd = %q, model = %q, language = "en", args = { "-t", "2" } } }`,
 		dictRecorder(t, dir), wav, whisper, model))
+	d.Exec(t, `local cwd, file = ...
+vim.cmd("cd " .. vim.fn.fnameescape(cwd))
+vim.cmd("edit " .. vim.fn.fnameescape(file))
+vim.api.nvim_win_set_cursor(0, { 3, 8 })
+_G.code_win = vim.api.nvim_get_current_win()`, filepath.Join(proj, "cmd"), src)
 	d.open(t)
+	d.Exec(t, `vim.api.nvim_set_current_win(_G.code_win)`)
 	d.focus(t, "1", "p")
 	d.Exec(t, `vim.cmd("ClaudeDictate")`)
 	ev := waitDict(t, d.editor, "done", "error")
@@ -1083,16 +1200,43 @@ printf '\n [BLANK_AUDIO]\n Open the main function.\n'
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := strings.Fields(string(args))
-	if len(got) != 10 {
+	got := strings.Split(strings.TrimSuffix(string(args), "\n"), "\n")
+	if len(got) != 12 {
 		t.Fatalf("whisper args %q", got)
 	}
-	file := got[9]
-	want := []string{"-m", model, "-nt", "-np", "-l", "en", "-t", "2", "-f", file}
-	if strings.Join(got, " ") != strings.Join(want, " ") || !strings.HasSuffix(file, "/audio.wav") {
+	file := got[11]
+	want := []string{"-m", model, "-nt", "-np", "-l", "en", "--prompt", "acme-server, parse_flags, parse.go", "-t", "2", "-f", file}
+	if strings.Join(got, "|") != strings.Join(want, "|") || !strings.HasSuffix(file, "/audio.wav") {
 		t.Errorf("whisper args %q, want %q", got, want)
 	}
 	d.noRecordings(t)
+
+	// prompt = false: none; a function gets the words and says what to use
+	for _, c := range []struct{ opt, want string }{
+		{"false", ""},
+		{`function(words) return "Go code. " .. words end`, "Go code. acme-server, parse_flags, parse.go"},
+		{`"fixed words"`, "fixed words"},
+	} {
+		d.Exec(t, `require("claude.config").options.dictation.whisper.prompt = loadstring("return " .. select(1, ...))()
+vim.api.nvim_set_current_win(_G.code_win)
+vim.api.nvim_set_current_win(vim.fn.win_findbuf(require("claude.chat").get("1").pbuf)[1])
+_G.dict = {}
+vim.cmd("ClaudeDictate")`, c.opt)
+		if ev := waitDict(t, d.editor, "done", "error"); ev.State != "done" {
+			t.Fatalf("prompt = %s: %+v", c.opt, ev)
+		}
+		args, err := os.ReadFile(filepath.Join(dir, "args"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		if i := strings.Index(string(args), "--prompt\n"); i >= 0 {
+			got = strings.SplitN(string(args)[i+len("--prompt\n"):], "\n", 2)[0]
+		}
+		if got != c.want {
+			t.Errorf("prompt = %s: whisper's --prompt %q, want %q\n%s", c.opt, got, c.want, args)
+		}
+	}
 }
 
 // A recorder is often a script or a pipeline (`sh -c "arecord … | sox …"`):

@@ -486,12 +486,16 @@ func TestTerminal(t *testing.T) {
 
 func TestCheckhealth(t *testing.T) {
 	tests := []struct {
-		name string
-		bin  string
-		want []string
+		name  string
+		bin   string
+		extra string
+		want  []string
 	}{
-		{"good host", "", []string{"host binary " + hostBin, "not running"}},
-		{"missing host", "/nonexistent/nvim-claude", []string{"host binary missing: /nonexistent/nvim-claude", "make"}},
+		{"good host", "", "", []string{"host binary " + hostBin, "not running"}},
+		{"missing host", "/nonexistent/nvim-claude", "", []string{"host binary missing: /nonexistent/nvim-claude", "make"}},
+		{"review mode", "", `, terminal = { permission_mode = "manual" }`, []string{":ClaudeStart starts Claude in manual mode (option)"}},
+		{"unreviewed mode", "", `, terminal = { permission_mode = "acceptEdits" }`,
+			[]string{"in acceptEdits mode (option): edits land on disk without the diff review", `permission_mode = "manual"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -499,7 +503,7 @@ func TestCheckhealth(t *testing.T) {
 			if bin == "" {
 				bin = hostBin
 			}
-			n := nvimtest.Start(t, nvimtest.Options{Init: fmt.Sprintf(`require("claude").setup({ bin = %q, terminal_cmd = "true" })`, bin)})
+			n := nvimtest.Start(t, nvimtest.Options{Init: fmt.Sprintf(`require("claude").setup({ bin = %q, terminal_cmd = "true" %s })`, bin, tt.extra)})
 			n.Exec(t, `vim.cmd("checkhealth claude")`)
 			out := n.Lines(t, 0)
 			for _, w := range tt.want {

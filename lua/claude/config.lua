@@ -31,7 +31,7 @@
 ---@class claude.Config.Dictation
 ---@field engine? "auto"|"whisper"|"pocketsphinx"|"cmd"
 ---@field recorder? {cmd?: string|string[]} records a 16 kHz mono WAV to "{file}"
----@field whisper? {cmd?: string, model?: string, language?: string, args?: string[]} whisper.cpp's CLI
+---@field whisper? {cmd?: string, model?: string, language?: string, args?: string[], prompt?: boolean|string|fun(words: string): string} whisper.cpp's CLI; prompt: its initial prompt (true: the words of the moment)
 ---@field pocketsphinx? {cmd?: string, args?: string[]}
 ---@field cmd? string|string[] an engine: reads the WAV "{file}", prints the text
 ---@field max_seconds? number a recording stops by itself after this long (0: never)
@@ -116,6 +116,10 @@ function M.defaults()
       split_side = "right",
       width = 0.35,
       float = { width = 0.85, height = 0.85, border = "rounded" },
+      -- the mode :ClaudeStart starts the CLI in (--permission-mode): "manual"
+      -- opens every edit in the diff review first; nil: the CLI's own
+      -- (its settings.json permissions.defaultMode, else its default)
+      permission_mode = nil,
     },
     notify = {
       needs_input = true, -- vim.notify when a diff waits while you look elsewhere
@@ -230,7 +234,10 @@ function M.defaults()
       -- and whisper.model are set, else PocketSphinx when installed, else cmd
       engine = "auto",
       recorder = { cmd = nil }, -- nil: the first of pw-record, parecord, arecord, rec, sox that works
-      whisper = { cmd = nil, model = nil, language = nil, args = {} },
+      -- prompt: true gives whisper.cpp the words of the moment (project,
+      -- symbol under the cursor, open files); false none; a string, or a
+      -- function(words) returning one, yours
+      whisper = { cmd = nil, model = nil, language = nil, args = {}, prompt = true },
       pocketsphinx = { cmd = nil, args = {} }, -- cmd nil: pocketsphinx_continuous, else pocketsphinx (5.x)
       cmd = nil, -- your engine: a command that reads the WAV "{file}" and prints the text
       max_seconds = 300,
@@ -404,6 +411,10 @@ local schema = {
         },
       },
       split_side = { types = { "string" }, check = one_of("right", "left", "bottom", "top") },
+      permission_mode = {
+        types = { "string" },
+        check = one_of("manual", "default", "acceptEdits", "auto", "plan", "dontAsk", "bypassPermissions"),
+      },
       width = {
         types = { "number" },
         check = function(v)
@@ -555,6 +566,7 @@ local schema = {
           model = { types = { "string" } },
           language = { types = { "string" } },
           args = { types = { "table" }, check = list_of_strings },
+          prompt = { types = { "boolean", "string", "function" } },
         },
       },
       pocketsphinx = {

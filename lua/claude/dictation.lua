@@ -43,7 +43,58 @@ local recorders = {
 }
 
 M.install_hint = "install a recorder (Debian: apt-get install pipewire-bin, pulseaudio-utils, alsa-utils or sox) or set dictation.recorder.cmd"
-M.engine_hint = "install PocketSphinx (Debian: apt-get install pocketsphinx pocketsphinx-en-us), or set dictation.whisper = { cmd = …, model = … } (whisper.cpp) or dictation.cmd"
+M.engine_hint = "recommended: whisper.cpp's whisper-cli with an English model (ggml-base.en.bin), set as dictation.whisper = { cmd = …, model = … } (neither is packaged by Debian 12 or npm: see :help claude-dictation-engines); PocketSphinx installs with apt-get install pocketsphinx pocketsphinx-en-us but gets most words wrong; or your own dictation.cmd"
+
+-- Where the input devices are looked for (tests point it elsewhere).
+M._snd_dir = "/dev/snd"
+
+--- What this machine offers a recorder to record from, found without
+--- running anything: ALSA capture devices, a PulseAudio or PipeWire
+--- server's socket. Returns a list of descriptions (empty: none), or nil
+--- when it cannot tell (not Linux: no /dev/snd to look at).
+function M.input_devices()
+  if uv.os_uname().sysname ~= "Linux" then
+    return nil
+  end
+  local found = {}
+  local caps = vim.fn.glob(M._snd_dir .. "/pcmC*D*c", false, true)
+  if #caps > 0 then
+    table.insert(found, #caps == 1 and "an ALSA capture device" or (#caps .. " ALSA capture devices"))
+  end
+  local rt = vim.env.XDG_RUNTIME_DIR
+  local pulse = vim.env.PULSE_SERVER
+  if (pulse and pulse ~= "") or (rt and uv.fs_stat(rt .. "/pulse/native")) then
+    table.insert(found, "a PulseAudio server")
+  end
+  if (rt and uv.fs_stat(rt .. "/" .. (vim.env.PIPEWIRE_REMOTE or "pipewire-0"))) then
+    table.insert(found, "a PipeWire server")
+  end
+  return found
+end
+
+M.no_device = "this machine has no input device (no ALSA capture device in /dev/snd, no PulseAudio or PipeWire server)"
+M.device_hint = "connect a microphone, or start PipeWire or PulseAudio (over ssh: forward PulseAudio, or set dictation.recorder.cmd)"
+
+-- What recorders say when there is nothing to record from: ALSA with no
+-- card, sox with no default device, arecord's open failing, a sound server
+-- that is not running.
+local no_device_patterns = {
+  "no default audio device", "unknown pcm", "cannot find card", "no soundcards found",
+  "audio open error: no such file", "connection refused", "connection failure",
+  "host is down", "no target node", "can't connect",
+}
+
+local function says_no_device(lines)
+  for _, l in ipairs(lines or {}) do
+    l = l:lower()
+    for _, p in ipairs(no_device_patterns) do
+      if l:find(p, 1, true) then
+        return true
+      end
+    end
+  end
+  return false
+end
 
 local function expand(cmd, file)
   local out, used = {}, false
@@ -84,10 +135,73 @@ function M.recorders()
   return out
 end
 
+-- The words of the moment, for an engine that takes a prompt (whisper.cpp's
+-- initial prompt biases it towards them): the project's name, the symbol
+-- under the cursor in the window dictation started from (or the one before
+-- it, when that is the chat or the terminal), and the open buffers' file
+-- names. Identifiers spoken as words ("parse args") then come out spelled
+-- as in the code (parse_args). Capped: whisper reads at most ~220 tokens.
+local function vocabulary()
+  local words, seen = {}, {}
+  local function add(w)
+    w = type(w) == "string" and vim.trim((w:gsub("[%c\127]", " "))) or ""
+    if w ~= "" and #w <= 60 and not seen[w] then
+      seen[w] = true
+      table.insert(words, w)
+    end
+  end
+  -- the project: the directory holding .git (a directory, or a worktree's
+  -- file) at or above the working directory, else the working directory
+  local cwd = vim.fn.getcwd()
+  local root = cwd
+  local g = vim.fn.finddir(".git", cwd .. ";")
+  if g ~= "" then
+    root = vim.fn.fnamemodify((vim.fn.fnamemodify(g, ":p"):gsub("/$", "")), ":h")
+  else
+    g = vim.fn.findfile(".git", cwd .. ";")
+    if g ~= "" then
+      root = vim.fn.fnamemodify(g, ":p:h")
+    end
+  end
+  add(vim.fn.fnamemodify(root, ":t"))
+  local function cword(win)
+    if not win or win == 0 or not api.nvim_win_is_valid(win) then
+      return nil
+    end
+    local b = api.nvim_win_get_buf(win)
+    if vim.b[b].claude_chat_prompt or vim.b[b].claude_terminal or vim.bo[b].buftype ~= "" then
+      return nil
+    end
+    local ok, w = pcall(api.nvim_win_call, win, function()
+      return vim.fn.expand("<cword>")
+    end)
+    return ok and w or nil
+  end
+  add(cword(api.nvim_get_current_win()) or cword(vim.fn.win_getid(vim.fn.winnr("#"))))
+  for _, b in ipairs(api.nvim_list_bufs()) do
+    if vim.bo[b].buflisted and vim.bo[b].buftype == "" then
+      local name = api.nvim_buf_get_name(b)
+      if name ~= "" then
+        add(vim.fn.fnamemodify(name, ":t"))
+      end
+    end
+  end
+  local out = ""
+  for _, w in ipairs(words) do
+    if #out + #w + 2 > 600 then
+      break
+    end
+    out = out == "" and w or (out .. ", " .. w)
+  end
+  return out
+end
+M._vocabulary = vocabulary
+
 --- The engine to use: {name, cmd (argv, {file} placeholder), parse} or
 --- nil plus why not. want: "whisper", "pocketsphinx", "cmd" or "auto"
---- (default: the dictation.engine option).
-function M.engine(want)
+--- (default: the dictation.engine option). vocab: the words of the moment
+--- for an engine that takes a prompt.
+function M.engine(want, vocab)
   local o = opts()
   want = want or o.engine
   local function whisper()
@@ -104,6 +218,16 @@ function M.engine(want)
     local cmd = { w.cmd, "-m", vim.fn.expand(w.model), "-nt", "-np" }
     if w.language then
       vim.list_extend(cmd, { "-l", w.language })
+    end
+    local prompt = w.prompt
+    if type(prompt) == "function" then
+      local ok, p = pcall(prompt, vocab or "")
+      prompt = ok and p or nil
+    elseif prompt == nil or prompt == true then
+      prompt = vocab
+    end
+    if type(prompt) == "string" and vim.trim(prompt) ~= "" then
+      vim.list_extend(cmd, { "--prompt", (prompt:gsub("[%c\127]", " ")) })
     end
     vim.list_extend(cmd, w.args or {})
     vim.list_extend(cmd, { "-f", "{file}" })
@@ -422,12 +546,17 @@ local function fail(msg)
 end
 
 local function tail(lines)
-  local out = {}
+  local out, noise = {}, {}
   for _, l in ipairs(lines or {}) do
     l = vim.trim(l)
     if l ~= "" then
-      table.insert(out, l)
+      -- ALSA's library prints its configuration's lookups line by line
+      -- before the recorder says what failed: kept only when that is all
+      table.insert(l:find("^ALSA lib ") and noise or out, l)
     end
+  end
+  if #out == 0 then
+    out = noise
   end
   while #out > 5 do
     table.remove(out, 1)
@@ -535,7 +664,7 @@ end
 -- The jobs --------------------------------------------------------------------
 
 local function transcribe(s)
-  local eng, why = M.engine()
+  local eng, why = M.engine(nil, s.vocab)
   if not eng then
     return fail(why .. " (" .. M.engine_hint .. ")")
   end
@@ -620,6 +749,10 @@ local function start_recorder(s, list, i, tried)
   if not r then
     local msg = #tried > 0 and ("no recorder works: " .. table.concat(tried, "; "))
       or ("no recorder found (" .. M.install_hint .. ")")
+    if #tried > 0 and (s.no_device or #(M.input_devices() or { 1 }) == 0) then
+      -- said first: the recorders are there, the microphone is not
+      msg = "no input device: " .. msg .. " (" .. M.device_hint .. ")"
+    end
     return fail(msg)
   end
   local err = {}
@@ -663,8 +796,9 @@ exec "$@" 3<&- </dev/null]], "sh" }
             return transcribe(s)
           end
           table.insert(tried, string.format("%s (%s)", r.name, why_exit(code, err)))
+          s.no_device = s.no_device or says_no_device(err)
           if opts().recorder.cmd then
-            return fail(string.format("the recorder %s failed (%s)", r.name, why_exit(code, err)))
+            return fail(string.format("%sthe recorder %s failed (%s)", says_no_device(err) and "no input device: " or "", r.name, why_exit(code, err)))
           end
           return start_recorder(s, list, i + 1, tried)
         end
@@ -713,6 +847,7 @@ function M.start()
     emit("error", { error = "no recorder found" })
     return
   end
+  local vocab = vocabulary()
   local target = find_target()
   if not target then
     notify("dictation: open the chat (:ClaudeChat) or the Claude terminal (:ClaudeStart) first", vim.log.levels.WARN)
@@ -726,7 +861,7 @@ function M.start()
     emit("error", { error = file, target = target.kind, buf = target.buf })
     return
   end
-  local s = { dir = dir, file = file, target = target, phase = "recording", started = uv.now(), winbars = {} }
+  local s = { dir = dir, file = file, target = target, phase = "recording", started = uv.now(), winbars = {}, vocab = vocab }
   cur = s
   s.maps = map_temp(target.buf)
   -- Its buffer gone (the chat closed, the CLI exited): the indicator and
@@ -885,14 +1020,29 @@ function M.health(h)
     local names = vim.tbl_map(function(r)
       return r.name
     end, rs)
-    h.ok("recorder: " .. names[1] .. (#names > 1 and (" (also found: " .. table.concat(names, ", ", 2) .. ")") or ""))
+    local found = "recorder: " .. names[1] .. (#names > 1 and (" (also found: " .. table.concat(names, ", ", 2) .. ")") or "")
+    local devs = M.input_devices()
+    if devs and #devs == 0 then
+      -- installed is not working: with nothing to record from, every
+      -- recorder fails (ALSA's lines of noise, then "no default device")
+      h.warn(found .. ", but " .. M.no_device .. ": dictation cannot record here", { M.device_hint })
+    else
+      h.ok(found .. (devs and (" (input: " .. table.concat(devs, ", ") .. ")") or ""))
+    end
   else
     -- optional: nothing else needs it
     h.info("no recorder found (none of pw-record, parecord, arecord, rec, sox is on PATH): " .. M.install_hint)
   end
   local eng, why = M.engine()
   if eng then
-    h.ok("engine: " .. eng.name)
+    if eng.name:find("^whisper") then
+      h.ok("engine: " .. eng.name .. ", model " .. vim.fn.expand(opts().whisper.model))
+    elseif eng.name:find("^PocketSphinx") then
+      -- it runs, but it does not understand: say so, and what is better
+      h.warn("engine: " .. eng.name .. " (not recommended: on spoken coding prompts it gets most words wrong)", { M.engine_hint })
+    else
+      h.ok("engine: " .. eng.name)
+    end
     -- "auto" passes over an engine the user configured without saying so
     -- when dictating: say it here
     local o = opts()

@@ -116,6 +116,23 @@ function M.check()
     end
   end
 
+  local term = require("claude.terminal")
+  local mode, from = term.permission_mode()
+  local shown = require("claude.util").display
+  mode, from = shown(mode, 40), shown(from, 200)
+  if term.unreviewed(mode) then
+    -- A choice, not a fault: said, not warned about.
+    h.info(
+      string.format(
+        ':ClaudeStart starts Claude in %s mode (%s): edits land on disk without the diff review (for review: terminal = { permission_mode = "manual" } in setup(); :ClaudeReview lists what Claude changed)',
+        mode,
+        from
+      )
+    )
+  else
+    h.ok(string.format(":ClaudeStart starts Claude in %s mode (%s)", mode, from))
+  end
+
   h.start("nvim-claude: lock files")
   local dir = config.claude_config_dir() .. "/ide"
   if vim.fn.isdirectory(dir) == 0 then

@@ -131,7 +131,11 @@ end
 
 --- Whether path is on the deny-list (security.deny + security.deny_extra:
 --- its contents never leave Neovim). A symlink is judged by its target's
---- name too.
+--- name too. This is the globs' half, run here so that a denied file costs
+--- nothing to gather; the host's boundary is the judge (it also knows
+--- another hard link to a deny-listed file) and checks every selection
+--- again before it leaves (workspace/testdata/deny_table.json: one table
+--- for both).
 function M.denied(path)
   local globs = config.deny_globs()
   if deny.src ~= globs then

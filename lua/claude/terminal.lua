@@ -244,6 +244,117 @@ local function open_snacks(S, cmd, opts, focus)
   return term
 end
 
+-- Review ---------------------------------------------------------------------
+
+-- Permission modes in which the CLI applies edits without asking: no diff
+-- review opens (":ClaudeReview" still lists what changed).
+local UNREVIEWED = { auto = true, acceptEdits = true, bypassPermissions = true, dontAsk = true }
+
+-- The CLI's default when neither its arguments nor its settings name a
+-- mode (CLI 2.1.33x: auto).
+local CLI_DEFAULT_MODE = "auto"
+
+local told_unreviewed = false -- the notice is given once per Neovim session
+
+-- arg_mode is the --permission-mode a command line gives, if any.
+local function arg_mode(cmd)
+  for i, a in ipairs(cmd) do
+    if a == "--permission-mode" then
+      return cmd[i + 1]
+    end
+    local v = type(a) == "string" and a:match("^%-%-permission%-mode=(.+)$")
+    if v then
+      return v
+    end
+  end
+end
+
+-- settings_mode is permissions.defaultMode from the CLI's settings files
+-- (user, project, local: the later wins), as far as a small local read
+-- tells; nil when none names one or a file cannot be read or parsed.
+local function settings_mode()
+  local dir = config.claude_config_dir()
+  local cwd = vim.fn.getcwd(-1, -1)
+  local mode, from
+  for _, f in ipairs({ dir .. "/settings.json", cwd .. "/.claude/settings.json", cwd .. "/.claude/settings.local.json" }) do
+    local fh = io.open(f, "r")
+    if fh then
+      local text = fh:read(1024 * 1024) or ""
+      fh:close()
+      local ok, t = pcall(vim.json.decode, text)
+      if ok and type(t) == "table" and type(t.permissions) == "table" and type(t.permissions.defaultMode) == "string" then
+        mode, from = t.permissions.defaultMode, f
+      end
+    end
+  end
+  return mode, from
+end
+
+--- The permission mode the CLI starts in with these extra arguments, and
+--- where it comes from ("arguments", "option", the settings file's path, or
+--- "the CLI's default").
+---@param args? string[]
+---@return string mode, string from
+function M.permission_mode(args)
+  local m = arg_mode(M.cmd(args))
+  if m then
+    return m, "arguments"
+  end
+  m = config.options.terminal.permission_mode
+  if m then
+    return m, "option"
+  end
+  local from
+  m, from = settings_mode()
+  if m then
+    return m, from
+  end
+  return CLI_DEFAULT_MODE, "the CLI's default"
+end
+
+--- Whether the CLI applies edits without asking in mode (no diff review).
+function M.unreviewed(mode)
+  return UNREVIEWED[mode] == true
+end
+
+-- with_mode adds terminal.permission_mode to the arguments unless the
+-- command line names a mode already (the user's own arguments win).
+local function with_mode(args)
+  local m = config.options.terminal.permission_mode
+  if not m or arg_mode(M.cmd(args)) then
+    return args
+  end
+  local out = { "--permission-mode", m }
+  for _, a in ipairs(args or {}) do
+    table.insert(out, a)
+  end
+  return out
+end
+
+-- tell_unreviewed says once per Neovim session, at the first start in a
+-- mode that applies edits unasked, that no review will open and how to
+-- have one.
+local function tell_unreviewed(args)
+  if told_unreviewed then
+    return
+  end
+  local mode, from = M.permission_mode(args)
+  if not UNREVIEWED[mode] then
+    return
+  end
+  told_unreviewed = true
+  util.notify(
+    string.format(
+      "nvim-claude: Claude runs in %s mode (%s): its edits land on disk without the diff review. "
+        .. 'For review, set terminal = { permission_mode = "manual" } in setup() '
+        .. "(or :ClaudeStart --permission-mode manual); :ClaudeReview lists what changed.",
+      util.display(mode, 40),
+      util.display(from, 200)
+    ),
+    vim.log.levels.WARN
+  )
+end
+
 --- Opens the CLI in a terminal split (or shows the one already running).
 --- port is the IDE server's port; args are extra CLI arguments.
 function M.open(port, args, focus)
@@ -255,6 +366,8 @@ function M.open(port, args, focus)
     return term
   end
   local tools = M.editor_tools()
+  tell_unreviewed(args)
+  args = with_mode(args)
   args = with_tools(require("claude.sessions").terminal_args(args, tools), tools)
   local S = snacks()
   if S then

@@ -720,8 +720,9 @@ local function buffer_text(buf)
 end
 
 -- denied tells whether path is on the user's deny-list (security.deny):
--- such files' contents never leave Neovim. The one matcher is the
--- selection module's (the host's boundary follows the same rules).
+-- such files' contents never leave Neovim. The globs' half, as the
+-- selection module matches them; the host's boundary, which judges every
+-- path anyway, also knows another hard link to a deny-listed file.
 local function denied(path)
   local ok, selection = pcall(require, "claude.selection")
   if not ok or type(selection.denied) ~= "function" then
