@@ -16,6 +16,10 @@ type View interface {
 	Check(ctx context.Context, p string, acc Access, isOpen func(ctx context.Context, abs string) bool) (Path, error)
 	Abs(p string) (string, bool)
 	Rel(abs string) string
+	// Denied and DeniedAll are the one deny-list judge for a path (or
+	// paths) about to leave Neovim, within the workspace's folders.
+	Denied(abs string) bool
+	DeniedAll(paths []string) []bool
 	// Files is the boundary without its settings' setter.
 	Files() Files
 }
