@@ -59,6 +59,9 @@ func (r *reviewRig) write(t *testing.T, session, entrypoint string, disk map[str
 		rec["sessionId"] = session
 		rec["type"] = "user"
 		rec["entrypoint"] = entrypoint
+		if _, ok := rec["cwd"]; !ok {
+			rec["cwd"] = r.dir // as the CLI records it (another project's: set)
+		}
 		b, _ := json.Marshal(rec)
 		if _, err := f.Write(append(b, '\n')); err != nil {
 			t.Fatal(err)
