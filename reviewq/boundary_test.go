@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -342,4 +343,63 @@ func write(t *testing.T, p, s string) {
 	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// The figure for RELIABILITY.md: N MiB appended to a transcript without a
+// line end, read by the running queue, costs the process a bounded amount
+// whatever N (the peak resident size is measured: the unfinished line up
+// to the cap, the garbage of growing it, the collector's headroom). Large,
+// so run on request: NVIM_CLAUDE_BIG=400 go test -run TestTranscriptMemoryStaysFlat ./reviewq/
+func TestTranscriptMemoryStaysFlat(t *testing.T) {
+	var mib int
+	if _, err := fmt.Sscanf(os.Getenv("NVIM_CLAUDE_BIG"), "%d", &mib); err != nil || mib <= 0 {
+		t.Skip("set NVIM_CLAUDE_BIG=400 to append 400 MiB to a transcript")
+	}
+	cfg, proj := t.TempDir(), t.TempDir()
+	dir := filepath.Join(cfg, "projects", projectDirName(proj))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ok := filepath.Join(proj, "ok.txt")
+	write(t, ok, "new\n")
+	q := newTestQueue(t)
+	q.h.Workspace().SetCwd(proj)
+	q.setOptions(hostOptions(cfg, proj))
+	f, err := os.Create(filepath.Join(dir, "s.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	before := peakRSS(t)
+	piece := bytes.Repeat([]byte("x"), 4<<20)
+	for i := 0; i < mib/4; i++ {
+		if _, err := f.Write(piece); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.WriteString("\n" + withCwd(promptLine("S", "p"), proj) + "\n" + withCwd(editLine("S", "p", ok, "old\n", "old", "new"), proj) + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	waitListed(t, q, 1)
+	after := peakRSS(t)
+	t.Logf("peak RSS %d MiB before, %d MiB after reading %d MiB without a line end (cap %d MiB)", before>>20, after>>20, mib, MaxLine>>20)
+	if after-before > 5*MaxLine {
+		t.Fatalf("the peak resident size grew by %d MiB", (after-before)>>20)
+	}
+}
+
+// peakRSS is the process's peak resident size (Linux; 0 elsewhere).
+func peakRSS(t *testing.T) int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "VmHWM:") {
+			var kb int64
+			_, _ = fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(l, "VmHWM:")), "%d", &kb)
+			return kb << 10
+		}
+	}
+	return 0
 }
