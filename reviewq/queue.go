@@ -97,6 +97,7 @@ func (q *Queue) Hooks() host.Hooks {
 			"review_revert_hunk": host.Request("review_revert_hunk", q.handleRevertHunk),
 			"review_revert_file": host.Request("review_revert_file", q.handleRevertFile),
 			"review_delete":      host.Request("review_delete", q.handleDelete),
+			"review_check":       host.Request("review_check", q.handleCheck),
 			"review_mark":        host.Request("review_mark", q.handleMark),
 		},
 		Options: q.setOptions,
@@ -823,6 +824,22 @@ func reverted(lines []string, edits []Edit) []string {
 		lines = splice(lines, e)
 	}
 	return lines
+}
+
+// handleCheck answers whether the boundary allows r's file now: Lua asks
+// before it loads the file for a whole-file revert, so that a file outside
+// (a symlink swapped in since the listing) is not even read into Neovim.
+func (q *Queue) handleCheck(_ context.Context, r ref) (any, error) {
+	q.mu.Lock()
+	_, err := q.find(r)
+	q.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := q.check(r.Path); err != nil {
+		return nil, refused(r.Path, err)
+	}
+	return map[string]any{"ok": true}, nil
 }
 
 // handleDelete deletes a file Claude created, after the user said so

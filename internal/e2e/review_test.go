@@ -476,6 +476,11 @@ return out`, &loaded, out)
 	if len(loaded) > 0 {
 		t.Errorf("files outside were loaded into Neovim: %v", loaded)
 	}
+	var swLoaded int
+	r.Eval(t, `return vim.fn.bufloaded(...)`, &swLoaded, sw)
+	if swLoaded != 0 {
+		t.Errorf("sw.txt, a symlink leading out now, was loaded into Neovim")
+	}
 }
 
 // gr in a diff opened before the file was swapped for a symlink leading

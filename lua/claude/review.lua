@@ -488,22 +488,24 @@ function M.revert_file(it)
     util.notify("nvim-claude: no file of the review queue here", vim.log.levels.WARN)
     return
   end
-  local params = { scope = state.scope, session = it.session, path = it.path, lines = {} }
-  local buf
-  if it.status ~= "refused" then
-    -- (A refused file is never loaded: the host refuses it, judging it
-    -- again now, and says why.)
-    buf = vim.fn.bufadd(it.path)
-    vim.fn.bufload(buf)
-    if not vim.bo[buf].modified then
-      -- A buffer loaded before Claude wrote the file (and not entered
-      -- since) holds the old text: the revert works on the file's.
-      util.checktime(buf)
-    end
-    params.lines = api.nvim_buf_get_lines(buf, 0, -1, false)
-    params.write = not vim.bo[buf].modified and not vim.bo[buf].readonly
-    params.readonly = not vim.bo[buf].modified and vim.bo[buf].readonly
+  -- The host judges the file now (a symlink swapped in since the listing
+  -- leads out): a refused file is not even loaded.
+  local okc, cerr = request("review_check", ref(it))
+  if not okc then
+    util.notify(util.display(cerr), vim.log.levels.WARN)
+    return
   end
+  local params = { scope = state.scope, session = it.session, path = it.path, lines = {} }
+  local buf = vim.fn.bufadd(it.path)
+  vim.fn.bufload(buf)
+  if not vim.bo[buf].modified then
+    -- A buffer loaded before Claude wrote the file (and not entered
+    -- since) holds the old text: the revert works on the file's.
+    util.checktime(buf)
+  end
+  params.lines = api.nvim_buf_get_lines(buf, 0, -1, false)
+  params.write = not vim.bo[buf].modified and not vim.bo[buf].readonly
+  params.readonly = not vim.bo[buf].modified and vim.bo[buf].readonly
   local res, err = request("review_revert_file", params)
   if not res then
     util.notify(util.display(err), vim.log.levels.WARN)
