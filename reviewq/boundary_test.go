@@ -78,6 +78,7 @@ func TestQueueRefusesFilesOutsideTheBoundary(t *testing.T) {
 				return q.handleRevertFile(ctx, revertRef{ref: r, Lines: []string{"x"}, Write: true})
 			},
 			"delete": func() (any, error) { return q.handleDelete(ctx, r) },
+			"check":  func() (any, error) { return q.handleCheck(ctx, r) },
 		}
 		for name, call := range calls {
 			_, err := call()
