@@ -59,6 +59,7 @@ type Queue struct {
 	sessions map[string]*sessionState
 	opts     host.ReviewOptions
 	seen     map[string]bool // the uuids of the user records applied
+	seq      uint64          // listings made (List.Seq)
 
 	// The poller's own state: setOptions's first scan, then only the
 	// poll goroutine touches tails and primed.
@@ -386,7 +387,8 @@ func (q *Queue) apply(line []byte, sidechain bool, project string) bool {
 
 // emitChanged tells Lua (User ClaudeReviewChanged, the statusline).
 func (q *Queue) emitChanged() {
-	q.h.Emit("review.changed", map[string]any{"count": q.toReview()})
+	l := q.list(scopeTurn)
+	q.h.Emit("review.changed", map[string]any{"count": l.Count, "seq": l.Seq})
 }
 
 // toReview is how many files of the current turns are not reviewed: the
@@ -524,6 +526,11 @@ type List struct {
 	Scope string     `json:"scope"`
 	Items []ListItem `json:"items"`
 	Count int        `json:"count"` // not reviewed
+	// Seq orders the counts of listings and events: taken before the
+	// files are read, so a higher one is never older news. Lua keeps the
+	// count of the highest (an event and a listing may arrive in either
+	// order).
+	Seq uint64 `json:"seq"`
 }
 
 // sessionLabel names a session by its kind and the start of its id.
@@ -550,6 +557,8 @@ func (q *Queue) handleList(_ context.Context, r ref) (any, error) {
 // nothing to review and is not listed.
 func (q *Queue) list(scope string) List {
 	q.mu.Lock()
+	q.seq++
+	seq := q.seq
 	items := q.itemsLocked(scope)
 	snaps := make([]item, len(items))
 	labels := make([]string, len(items))
@@ -562,7 +571,7 @@ func (q *Queue) list(scope string) List {
 		labels[i] = sessionLabel(kind, it.session)
 	}
 	q.mu.Unlock()
-	out := List{Scope: scope, Items: []ListItem{}}
+	out := List{Scope: scope, Items: []ListItem{}, Seq: seq}
 	for i, it := range snaps {
 		li := ListItem{Session: it.session, Label: labels[i], Path: it.path, Reviewed: it.reviewed, Line: 1}
 		var cur *string

@@ -562,3 +562,31 @@ vim.cmd("normal gR")`, a)
 		t.Fatalf("said %q, shows panel %q, %d quickfix entries, statusline %q", got.Note, got.Panel, got.QF, got.Statusline)
 	}
 }
+
+// Text from a transcript — a session id and a file name with a newline,
+// ESC and BEL — is shown, never obeyed: one panel line and one quickfix
+// entry for the file, control characters in caret notation, and the
+// notes of <CR> and gR on it one line each.
+func TestReviewQueueShowsTranscriptTextSafely(t *testing.T) {
+	name := "ev\nil\x1b[31m\a.txt"
+	r := startReviewRig(t, map[string]string{name: "1\nTWO\n"})
+	p := filepath.Join(r.dir, name)
+	r.write(t, "0\x1b]0;x\a\n1-aaaa", "cli", nil, prompt("p1"),
+		toolResult("p1", map[string]any{"filePath": p, "oldString": "2", "newString": "TWO", "originalFile": "1\n2\n"}))
+	r.WaitFor(t, 30*time.Second, `require("claude.review").count() == 1`, `return _G.notes`, "the file to review")
+	reviewList(t, r.editor, "", 1)
+	var got struct {
+		Panel []string
+		QF    []string
+	}
+	r.Eval(t, `return { panel = vim.api.nvim_buf_get_lines(vim.fn.bufnr("claude-review://queue"), 0, -1, false),
+  qf = vim.tbl_map(function(e) return e.text end, vim.fn.getqflist()) }`, &got)
+	if len(got.Panel) != 1 || len(got.QF) != 1 {
+		t.Fatalf("panel %q, quickfix %q: want one line each", got.Panel, got.QF)
+	}
+	for _, s := range append(got.Panel, got.QF...) {
+		if strings.ContainsAny(s, "\n\x1b\a") || !strings.Contains(s, "ev⏎il^[[31m^G.txt") || !strings.Contains(s, "terminal 0^[]0;x^G") {
+			t.Errorf("shown as %q", s)
+		}
+	}
+}

@@ -18,7 +18,21 @@ local state = {
   panel = nil, -- the panel's buffer
   listed = 0, -- how many listings came (tests wait for the next)
   asked = 0, -- listings asked for: an answer to an older one is stale
+  seq = 0, -- the host's number of the listing the count came from
 }
+
+-- Takes a count of the host's (an event's or a turn listing's) unless a
+-- newer one came already: events and answers may arrive in either order.
+local function take_count(count, seq)
+  if not count or (seq and seq <= state.seq) then
+    return
+  end
+  state.seq = seq or state.seq
+  if count ~= state.count then
+    state.count = count
+    util.emit("ClaudeReviewChanged", { count = state.count })
+  end
+end
 
 local function keys()
   return config.options.review.keys
@@ -260,9 +274,8 @@ end
 local function take(res)
   state.items = res.items or {}
   state.listed = state.listed + 1
-  if res.scope == "turn" and res.count and res.count ~= state.count then
-    state.count = res.count
-    util.emit("ClaudeReviewChanged", { count = state.count })
+  if res.scope == "turn" then
+    take_count(res.count, res.seq)
   end
 end
 
@@ -595,7 +608,7 @@ end
 --- The host stopped: its queue went with it.
 function M.detach()
   local had = state.count > 0 or #state.items > 0
-  state.count, state.items = 0, {}
+  state.count, state.items, state.seq = 0, {}, 0 -- (a new host counts from 0)
   render_panel()
   if qf_is_ours() then
     set_qf(true)
@@ -608,8 +621,12 @@ end
 --- Events of the Go host: "changed" when the queue changes.
 function M._on_event(ev, data)
   if ev == "changed" then
-    state.count = data and data.count or 0
-    util.emit("ClaudeReviewChanged", { count = state.count })
+    local seq = data and data.seq
+    if not (seq and seq <= state.seq) then
+      state.seq = seq or state.seq
+      state.count = data and data.count or 0
+      util.emit("ClaudeReviewChanged", { count = state.count })
+    end
     if panel_shown() or qf_is_ours() then
       refresh()
     end
