@@ -8,12 +8,19 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/nvim-claude/nvim-claude/host"
+	"github.com/nvim-claude/nvim-claude/display"
+	"github.com/nvim-claude/nvim-claude/workspace"
 )
+
+// maxFile is the largest file the queue reads to count and revert a
+// change: a larger one is listed as unreadable.
+const maxFile = 64 << 20
 
 // pollEvery is how often the transcripts are looked at: one directory
 // listing and a stat per session file. After idleScans scans that found
@@ -52,6 +59,7 @@ type Queue struct {
 	sessions map[string]*sessionState
 	opts     Options
 	seen     map[string]bool // the uuids of the user records applied
+	seq      uint64          // listings made (List.Seq)
 
 	// The poller's own state: setOptions's first scan, then only the
 	// poll goroutine touches tails and primed.
@@ -61,6 +69,7 @@ type Queue struct {
 	grew   bool            // a transcript grew in this scan
 
 	started time.Time // a subagent transcript last written before is history
+	maxLine int       // the longest transcript line read (MaxLine; tests set less)
 	start   sync.Once
 	stop    chan struct{}
 	wg      sync.WaitGroup
@@ -73,7 +82,7 @@ func New(h host.Host) *Queue {
 		h: h, log: h.Logger().With("feature", "reviewq"),
 		sessions: map[string]*sessionState{}, seen: map[string]bool{},
 		tails: map[string]*tail{}, primed: map[string]bool{},
-		stop: make(chan struct{}), started: time.Now(),
+		stop: make(chan struct{}), started: time.Now(), maxLine: MaxLine,
 	}
 }
 
@@ -88,6 +97,8 @@ func (q *Queue) Hooks() host.Hooks {
 			"review_baseline":    host.Request("review_baseline", q.handleBaseline),
 			"review_revert_hunk": host.Request("review_revert_hunk", q.handleRevertHunk),
 			"review_revert_file": host.Request("review_revert_file", q.handleRevertFile),
+			"review_delete":      host.Request("review_delete", q.handleDelete),
+			"review_check":       host.Request("review_check", q.handleCheck),
 			"review_mark":        host.Request("review_mark", q.handleMark),
 		},
 		Options: q.setOptions,
@@ -216,12 +227,12 @@ func (q *Queue) scan() (grew bool) {
 		if !q.primed[p] {
 			q.primed[p] = true
 			q.dirs = append(q.dirs, p)
-			q.scanDir(projectDir(projects, p), true)
+			q.scanDir(projectDir(projects, p), p, true)
 		}
 	}
 	changed := false
 	for _, p := range q.dirs {
-		if q.scanDir(projectDir(projects, p), false) {
+		if q.scanDir(projectDir(projects, p), p, false) {
 			changed = true
 		}
 	}
@@ -234,9 +245,10 @@ func (q *Queue) scan() (grew bool) {
 }
 
 // scanDir reads what dir's transcripts gained and reports whether the
-// queue changed; first: the directory is new to us, and what its files
-// hold now is history.
-func (q *Queue) scanDir(dir string, first bool) bool {
+// queue changed; project is the path whose transcripts dir holds (only
+// its records count); first: the directory is new to us, and what its
+// files hold now is history.
+func (q *Queue) scanDir(dir, project string, first bool) bool {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return false
@@ -247,7 +259,7 @@ func (q *Queue) scanDir(dir string, first bool) bool {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())
-		if q.scanFile(p, e, first, false) {
+		if q.scanFile(p, e, project, first, false) {
 			changed = true
 		}
 		// A session we saw write or prompt has its subagents' transcripts
@@ -263,7 +275,7 @@ func (q *Queue) scanDir(dir string, first bool) bool {
 				if se.IsDir() || !strings.HasSuffix(se.Name(), ".jsonl") {
 					continue
 				}
-				if q.scanFile(filepath.Join(subdir, se.Name()), se, false, true) {
+				if q.scanFile(filepath.Join(subdir, se.Name()), se, project, false, true) {
 					changed = true
 				}
 			}
@@ -275,7 +287,7 @@ func (q *Queue) scanDir(dir string, first bool) bool {
 // scanFile reads what one transcript gained; history: what it holds when
 // first seen is not read; a subagent's file when it was last written
 // before the queue started is history too.
-func (q *Queue) scanFile(p string, e os.DirEntry, history, sidechain bool) bool {
+func (q *Queue) scanFile(p string, e os.DirEntry, project string, history, sidechain bool) bool {
 	fi, err := e.Info()
 	if err != nil {
 		return false
@@ -293,19 +305,23 @@ func (q *Queue) scanFile(p string, e os.DirEntry, history, sidechain bool) bool 
 	if fi.Size() != t.off {
 		q.grew = true // a session is at work: look again soon
 	}
-	for _, line := range t.readNew(p, fi.Size()) {
+	t.readNew(p, fi.Size(), q.maxLine, func(line []byte) {
 		t.live = true
-		if q.apply(line, sidechain) {
+		if q.apply(line, sidechain, project) {
 			changed = true
 		}
-	}
+	}, func(n int) {
+		q.log.Warn("transcript line over the cap skipped: a write it records is not listed",
+			"file", p, "bytes_so_far", n, "cap", q.maxLine)
+	})
 	return changed
 }
 
-// apply takes one transcript line and reports whether the queue changed.
-func (q *Queue) apply(line []byte, sidechain bool) bool {
+// apply takes one transcript line of project's transcript directory and
+// reports whether the queue changed.
+func (q *Queue) apply(line []byte, sidechain bool, project string) bool {
 	var r record
-	if json.Unmarshal(line, &r) != nil || r.SessionID == "" || r.Type != "user" {
+	if json.Unmarshal(line, &r) != nil || r.SessionID == "" || r.Type != "user" || !inProject(r.Cwd, project) {
 		return false
 	}
 	// A record from before the queue started is history even in a file
@@ -339,8 +355,10 @@ func (q *Queue) apply(line []byte, sidechain bool) bool {
 		// Outside the lock: a file read.
 		if c.after != nil {
 			after = *c.after
-		} else if b, err := os.ReadFile(c.path); err == nil {
-			after = string(b)
+		} else if wp, err := q.check(c.path); err == nil {
+			if b, err := q.read(wp); err == nil && b != nil {
+				after = *b
+			}
 		}
 	}
 	q.mu.Lock()
@@ -382,20 +400,60 @@ func (q *Queue) apply(line []byte, sidechain bool) bool {
 
 // emitChanged tells Lua (User ClaudeReviewChanged, the statusline).
 func (q *Queue) emitChanged() {
-	q.h.Emit("review.changed", map[string]any{"count": q.toReview()})
+	l := q.list(scopeTurn)
+	q.h.Emit("review.changed", map[string]any{"count": l.Count, "seq": l.Seq})
 }
 
-// toReview is how many files of the current turns are not reviewed.
+// toReview is how many files of the current turns are not reviewed: the
+// count of the list :ClaudeReview shows, so that the two agree.
 func (q *Queue) toReview() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	n := 0
-	for _, it := range q.itemsLocked(scopeTurn) {
-		if !it.reviewed {
-			n++
-		}
+	return q.list(scopeTurn).Count
+}
+
+// check is the boundary's judgement of a listed file, made at each use
+// (a symlink swapped in after the listing is judged anew): the one rule
+// for every write of the plugin's — inside a workspace folder with
+// symlinks resolved, not deny-listed, not inside .git, no "..". A revert
+// is such a write, and the diff shows what a revert would write back.
+func (q *Queue) check(path string) (workspace.Path, error) {
+	return q.h.Workspace().Check(context.Background(), path, workspace.Write, nil)
+}
+
+// read reads a file that passed check, through the boundary; nil: it does
+// not exist.
+func (q *Queue) read(wp workspace.Path) (*string, error) {
+	if _, err := os.Lstat(wp.Real); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
 	}
-	return n
+	b, err := q.h.Workspace().Files().ReadFile(wp, maxFile)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", display.Line(wp.Abs, 0), err)
+	}
+	s := string(b)
+	return &s, nil
+}
+
+// refusal says in a few words why the boundary refused a listed file.
+func refusal(path string, err error) string {
+	switch {
+	case errors.Is(err, workspace.ErrDenied):
+		return "deny-listed (security.deny)"
+	case errors.Is(err, workspace.ErrGitDir):
+		return "inside .git"
+	case errors.Is(err, workspace.ErrHome):
+		return "in a home-directory workspace (security.allow_home)"
+	case hasDotDot(path):
+		return `a path with ".."`
+	default:
+		return "outside the workspace"
+	}
+}
+
+// refused is the error for a diff or revert of a file the boundary
+// refuses: the path in full, and why.
+func refused(path string, err error) error {
+	return fmt.Errorf("%s is %s: Claude's change there is listed, never diffed or reverted by nvim-claude: %w",
+		display.Line(path, 0), refusal(path, err), err)
 }
 
 const (
@@ -456,7 +514,7 @@ func (q *Queue) find(r ref) (*item, error) {
 			return it, nil
 		}
 	}
-	return nil, fmt.Errorf("%s is not in the review queue (any more)", r.Path)
+	return nil, fmt.Errorf("%s is not in the review queue (any more)", display.Line(r.Path, 0))
 }
 
 // ListItem is one row of :ClaudeReview.
@@ -464,12 +522,16 @@ type ListItem struct {
 	Session  string `json:"session"`
 	Label    string `json:"label"` // the session as the user sees it
 	Path     string `json:"path"`
-	Status   string `json:"status"` // modified, new, deleted, binary, unreadable
+	Status   string `json:"status"` // modified, new, deleted, binary, unreadable, refused
 	Added    int    `json:"added"`
 	Removed  int    `json:"removed"`
 	Reviewed bool   `json:"reviewed"`
 	Line     int    `json:"line"` // the first changed line now (1-based)
 	Denied   bool   `json:"denied,omitempty"`
+	// Refused says why the boundary refuses the file (outside the
+	// workspace, deny-listed ...): it is listed, never read, diffed or
+	// reverted.
+	Refused string `json:"refused,omitempty"`
 }
 
 // List is review_list's answer.
@@ -477,6 +539,11 @@ type List struct {
 	Scope string     `json:"scope"`
 	Items []ListItem `json:"items"`
 	Count int        `json:"count"` // not reviewed
+	// Seq orders the counts of listings and events: taken before the
+	// files are read, so a higher one is never older news. Lua keeps the
+	// count of the highest (an event and a listing may arrive in either
+	// order).
+	Seq uint64 `json:"seq"`
 }
 
 // sessionLabel names a session by its kind and the start of its id.
@@ -487,19 +554,6 @@ func sessionLabel(kind, id string) string {
 	return kind + " " + id
 }
 
-// current reads the file now; nil when it does not exist.
-func current(path string) (*string, error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	s := string(b)
-	return &s, nil
-}
-
 func (q *Queue) handleList(_ context.Context, r ref) (any, error) {
 	if r.Scope == "" {
 		r.Scope = scopeTurn
@@ -507,8 +561,18 @@ func (q *Queue) handleList(_ context.Context, r ref) (any, error) {
 	if r.Scope != scopeTurn && r.Scope != scopeSession {
 		return nil, fmt.Errorf("unknown scope %q (turn or session)", r.Scope)
 	}
+	return q.list(r.Scope), nil
+}
+
+// list is the queue as :ClaudeReview shows it. A file the boundary refuses
+// is listed as refused, with why, and never read; a file now exactly as
+// it was before the turn (reverted, or a write that changed nothing) has
+// nothing to review and is not listed.
+func (q *Queue) list(scope string) List {
 	q.mu.Lock()
-	items := q.itemsLocked(r.Scope)
+	q.seq++
+	seq := q.seq
+	items := q.itemsLocked(scope)
 	snaps := make([]item, len(items))
 	labels := make([]string, len(items))
 	for i, it := range items {
@@ -520,56 +584,67 @@ func (q *Queue) handleList(_ context.Context, r ref) (any, error) {
 		labels[i] = sessionLabel(kind, it.session)
 	}
 	q.mu.Unlock()
-	out := List{Scope: r.Scope, Items: []ListItem{}}
+	out := List{Scope: scope, Items: []ListItem{}, Seq: seq}
 	for i, it := range snaps {
-		li := ListItem{Session: it.session, Label: labels[i], Path: it.path, Reviewed: it.reviewed, Line: 1,
-			Denied: q.h.Workspace().Files().Denied(it.path)}
-		cur, err := current(it.path)
-		if err != nil {
+		li := ListItem{Session: it.session, Label: labels[i], Path: it.path, Reviewed: it.reviewed, Line: 1}
+		var cur *string
+		wp, err := q.check(it.path)
+		if err == nil {
+			cur, err = q.read(wp)
+		}
+		switch {
+		case err != nil && workspace.Refused(err):
+			li.Status, li.Refused = "refused", refusal(it.path, err)
+			li.Denied = errors.Is(err, workspace.ErrDenied)
+		case err != nil:
 			// One file that cannot be read (a directory now, no
 			// permission) is listed as such; the others still are.
 			li.Status = "unreadable"
-			if !li.Reviewed {
-				out.Count++
-			}
-			out.Items = append(out.Items, li)
-			continue
-		}
-		base := ""
-		if it.baseline != nil {
-			base = *it.baseline
-		}
-		now := ""
-		if cur != nil {
-			now = *cur
-		}
-		switch {
-		case cur == nil && it.baseline != nil:
-			li.Status = "deleted"
-		case it.baseline == nil:
-			li.Status = "new"
 		default:
-			li.Status = "modified"
-		}
-		if isBinary(base) || isBinary(now) {
-			li.Status = "binary"
-		} else {
-			bl, nl := splitText(base), splitText(now)
-			hs := diffLines(bl, nl)
-			for _, h := range hs {
-				li.Added += h.B1 - h.B0
-				li.Removed += h.A1 - h.A0
+			if (cur == nil) == (it.baseline == nil) && (cur == nil || *cur == *it.baseline) {
+				continue
 			}
-			if len(hs) > 0 {
-				li.Line = min(hs[0].B0+1, max(len(nl), 1))
-			}
+			q.counts(&li, it.baseline, cur)
 		}
 		if !li.Reviewed {
 			out.Count++
 		}
 		out.Items = append(out.Items, li)
 	}
-	return out, nil
+	return out
+}
+
+// counts fills in li's status, lines added and removed, and first changed
+// line, from the baseline and the text now (nil: no file).
+func (q *Queue) counts(li *ListItem, baseline, cur *string) {
+	base, now := "", ""
+	if baseline != nil {
+		base = *baseline
+	}
+	if cur != nil {
+		now = *cur
+	}
+	switch {
+	case cur == nil && baseline != nil:
+		li.Status = "deleted"
+	case baseline == nil:
+		li.Status = "new"
+	default:
+		li.Status = "modified"
+	}
+	if isBinary(base) || isBinary(now) {
+		li.Status = "binary"
+		return
+	}
+	bl, nl := splitText(base), splitText(now)
+	hs := diffLines(bl, nl)
+	for _, h := range hs {
+		li.Added += h.B1 - h.B0
+		li.Removed += h.A1 - h.A0
+	}
+	if len(hs) > 0 {
+		li.Line = min(hs[0].B0+1, max(len(nl), 1))
+	}
 }
 
 // Baseline is review_baseline's answer: what the diff shows on the left.
@@ -591,8 +666,8 @@ func (q *Queue) handleBaseline(_ context.Context, r ref) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if q.h.Workspace().Files().Denied(r.Path) {
-		return nil, fmt.Errorf("%s is deny-listed (security.deny): its diff is not shown", r.Path)
+	if _, err := q.check(r.Path); err != nil {
+		return nil, refused(r.Path, err)
 	}
 	if base == nil {
 		return Baseline{Lines: []string{}, New: true, Binary: isBinary(res)}, nil
@@ -612,6 +687,9 @@ type revertRef struct {
 	Line  int      `json:"line"`
 	Side  string   `json:"side"`
 	Lines []string `json:"lines"`
+	// Write: the buffer has no unsaved change, so the revert is written
+	// to the file — by the host, through the boundary's confined writer.
+	Write bool `json:"write"`
 }
 
 // texts are the item's baseline and result as lines, or why it cannot be
@@ -632,12 +710,15 @@ func (q *Queue) texts(r ref) (base, res []string, isNew bool, err error) {
 		return []string{}, splitText(rs), true, nil
 	}
 	if isBinary(*b) || isBinary(rs) {
-		return nil, nil, false, fmt.Errorf("%s is binary: it is listed, not diffed or reverted here", r.Path)
+		return nil, nil, false, fmt.Errorf("%s is binary: it is listed, not diffed or reverted here", display.Line(r.Path, 0))
 	}
 	return splitText(*b), splitText(rs), false, nil
 }
 
 func (q *Queue) handleRevertHunk(_ context.Context, r revertRef) (any, error) {
+	if _, err := q.check(r.Path); err != nil {
+		return nil, refused(r.Path, err)
+	}
 	base, res, _, err := q.texts(r.ref)
 	if err != nil {
 		return nil, err
@@ -656,34 +737,53 @@ func (q *Queue) handleRevertHunk(_ context.Context, r revertRef) (any, error) {
 }
 
 // RevertFile is review_revert_file's answer: edits for the buffer, or,
-// for a file Claude created, that the file is to be deleted.
+// for a file Claude created, that the file is to be deleted (after the
+// user says so: review_delete).
 type RevertFile struct {
 	Edits  []Edit `json:"edits"`
 	Delete bool   `json:"delete"`
+	// Written: the host wrote the reverted file (the request's Write);
+	// the edits bring the buffer to the same text.
+	Written bool `json:"written"`
 	// EOL is whether the baseline ends with a line end: the buffer's
-	// 'endofline' for the write, so that a file without one is restored
-	// byte for byte (Neovim's 'fixendofline' would add it). Absent for an
-	// empty baseline.
+	// 'endofline', so that a file without one stays without. Absent for
+	// an empty baseline.
 	EOL *bool `json:"eol,omitempty"`
 }
 
 func (q *Queue) handleRevertFile(_ context.Context, r revertRef) (any, error) {
+	wp, err := q.check(r.Path)
+	if err != nil {
+		return nil, refused(r.Path, err)
+	}
 	base, res, isNew, err := q.texts(r.ref)
 	if err != nil {
 		return nil, err
 	}
 	eol := q.baselineEOL(r.ref)
-	if _, err := os.Stat(r.Path); errors.Is(err, os.ErrNotExist) {
+	cur, err := q.read(wp)
+	if err != nil {
+		return nil, err
+	}
+	shown := display.Line(r.Path, 0)
+	if cur == nil {
 		if isNew {
-			return nil, fmt.Errorf("%s is gone already", r.Path)
+			return nil, fmt.Errorf("%s is gone already", shown)
 		}
 		// Who deleted it is not known: restoring it could undo yours.
-		return nil, fmt.Errorf("%s is gone: its text before the turn is the left side of its diff (<CR> in :ClaudeReview), to restore by hand", r.Path)
+		return nil, fmt.Errorf("%s is gone: its text before the turn is the left side of its diff (<CR> in :ClaudeReview), to restore by hand", shown)
 	}
 	if r.Lines == nil {
 		r.Lines = []string{}
 	}
-	edits, err := revertAll(base, res, r.Lines)
+	lines := r.Lines
+	var f fileForm
+	if r.Write {
+		// The file's own text, not the buffer's: what is written is the
+		// file with Claude's hunks put back.
+		lines, f = splitFile(*cur)
+	}
+	edits, err := revertAll(base, res, lines)
 	if err != nil {
 		return nil, err
 	}
@@ -691,10 +791,116 @@ func (q *Queue) handleRevertFile(_ context.Context, r revertRef) (any, error) {
 		// Claude created it and nobody changed it since: it goes.
 		return RevertFile{Edits: []Edit{}, Delete: true}, nil
 	}
-	if edits == nil {
-		edits = []Edit{}
+	if len(edits) == 0 {
+		return nil, fmt.Errorf("nothing of Claude's left to revert in %s: where Claude changed it, it reads as before the turn", shown)
 	}
-	return RevertFile{Edits: edits, EOL: eol}, nil
+	if !r.Write {
+		return RevertFile{Edits: edits, EOL: eol}, nil
+	}
+	text := reverted(lines, edits)
+	if eol != nil {
+		f.eol = *eol
+	}
+	if err := q.h.Workspace().Files().WriteFile(wp, f.bytes(text)); err != nil {
+		return nil, fmt.Errorf("could not write %s: %w", shown, err)
+	}
+	if !slices.Equal(lines, r.Lines) {
+		// The buffer did not hold the file's text: it gets the file's.
+		edits = []Edit{{Start: 0, End: len(r.Lines), Lines: text}}
+	}
+	return RevertFile{Edits: edits, Written: true, EOL: &f.eol}, nil
+}
+
+// fileForm is how a file writes its lines: line ends, a last one, a BOM.
+type fileForm struct {
+	crlf, eol, bom bool
+}
+
+// splitFile is splitText with the file's form, to write it back alike.
+func splitFile(s string) ([]string, fileForm) {
+	f := fileForm{bom: strings.HasPrefix(s, "\ufeff"), eol: s == "" || strings.HasSuffix(s, "\n")}
+	lines := splitText(s)
+	f.crlf = len(lines) > 0 && strings.Contains(s, "\r\n") && !strings.Contains(strings.ReplaceAll(s, "\r\n", ""), "\n")
+	return lines, f
+}
+
+func (f fileForm) bytes(lines []string) []byte {
+	sep := "\n"
+	if f.crlf {
+		sep = "\r\n"
+	}
+	var b strings.Builder
+	if f.bom {
+		b.WriteString("\ufeff")
+	}
+	b.WriteString(strings.Join(lines, sep))
+	if f.eol && len(lines) > 0 {
+		b.WriteString(sep)
+	}
+	return []byte(b.String())
+}
+
+// reverted applies revertAll's edits (last first) to lines.
+func reverted(lines []string, edits []Edit) []string {
+	for _, e := range edits {
+		lines = splice(lines, e)
+	}
+	return lines
+}
+
+// handleCheck answers whether the boundary allows r's file now: Lua asks
+// before it loads the file for a whole-file revert, so that a file outside
+// (a symlink swapped in since the listing) is not even read into Neovim.
+func (q *Queue) handleCheck(_ context.Context, r ref) (any, error) {
+	q.mu.Lock()
+	_, err := q.find(r)
+	q.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := q.check(r.Path); err != nil {
+		return nil, refused(r.Path, err)
+	}
+	return map[string]any{"ok": true}, nil
+}
+
+// handleDelete deletes a file Claude created, after the user said so
+// (review_revert_file answered Delete): through the boundary, judged
+// again, and only while it is as Claude left it.
+func (q *Queue) handleDelete(_ context.Context, r ref) (any, error) {
+	wp, err := q.check(r.Path)
+	if err != nil {
+		return nil, refused(r.Path, err)
+	}
+	q.mu.Lock()
+	it, err := q.find(r)
+	var isNew bool
+	var res string
+	if err == nil {
+		isNew, res = it.baseline == nil, it.result
+	}
+	q.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	shown := display.Line(r.Path, 0)
+	if !isNew {
+		return nil, fmt.Errorf("%s existed before the turn: it is reverted, not deleted", shown)
+	}
+	cur, err := q.read(wp)
+	if err != nil {
+		return nil, err
+	}
+	if cur == nil {
+		return nil, fmt.Errorf("%s is gone already", shown)
+	}
+	if *cur != res {
+		return nil, fmt.Errorf("%s changed after Claude created it: not deleted", shown)
+	}
+	if err := q.h.Workspace().Files().Remove(wp); err != nil {
+		return nil, fmt.Errorf("could not delete %s: %w", shown, err)
+	}
+	return map[string]any{"deleted": true}, nil
 }
 
 // baselineEOL reports whether the baseline of r's entry ends with a line

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nvim-claude/nvim-claude/app/core"
 	"github.com/nvim-claude/nvim-claude/host"
+	"github.com/nvim-claude/nvim-claude/workspace"
 )
 
 func newTestQueue(t *testing.T) *Queue {
@@ -23,6 +24,27 @@ func newTestQueue(t *testing.T) *Queue {
 	}})
 	t.Cleanup(func() { _ = app.Close() })
 	return q
+}
+
+// feed applies transcript lines to q as records of the project dir (their
+// cwd), the workspace's folder.
+func feed(t *testing.T, q *Queue, dir string, lines ...string) {
+	t.Helper()
+	testWorkspace(q).SetCwd(dir)
+	for _, l := range lines {
+		q.apply([]byte(withCwd(l, dir)), false, dir)
+	}
+}
+
+// withCwd gives a transcript line the cwd the CLI records.
+func withCwd(line, cwd string) string {
+	var m map[string]any
+	if json.Unmarshal([]byte(line), &m) != nil {
+		return line
+	}
+	m["cwd"] = cwd
+	b, _ := json.Marshal(m)
+	return string(b)
 }
 
 // Transcript lines as CLI 2.1.331 writes them (the fields the queue reads).
@@ -91,10 +113,13 @@ func TestQueueTurns(t *testing.T) {
 			map[string]string{"a.txt@S2": "modified +1 -1"}},
 		{"the session keeps every turn", nil, nil, "session",
 			map[string]string{"a.txt@S1": "modified +3 -3", "b.txt@S1": "new +2 -0", "a.txt@S2": "modified +1 -1"}},
-		{"a file gone is deleted", nil, map[string]string{b: ""}, "session",
-			map[string]string{"a.txt@S1": "modified +3 -3", "b.txt@S1": "new +0 -0", "a.txt@S2": "modified +1 -1"}},
+		// (Created, then gone: as before the turn, nothing to review.)
+		{"a file created then gone is not listed", nil, map[string]string{b: ""}, "session",
+			map[string]string{"a.txt@S1": "modified +3 -3", "a.txt@S2": "modified +1 -1"}},
+		{"a file put back as it was is not listed", nil, map[string]string{a: "1\ntwo\nthree\n"}, "session",
+			map[string]string{"a.txt@S1": "modified +2 -2"}},
 		{"junk is ignored", []string{"", "{", `{"type":"user","sessionId":"S1","toolUseResult":"Error: nope"}`,
-			`{"type":"assistant","sessionId":"S1"}`}, nil, "turn",
+			`{"type":"assistant","sessionId":"S1"}`}, map[string]string{a: "one\ntwo\nthree\n"}, "turn",
 			map[string]string{"a.txt@S2": "modified +1 -1"}},
 	}
 	for _, st := range steps {
@@ -106,7 +131,7 @@ func TestQueueTurns(t *testing.T) {
 			}
 		}
 		for _, l := range st.lines {
-			q.apply([]byte(l), false)
+			feed(t, q, dir, l)
 		}
 		got := list(t, q, st.scope)
 		if len(got) != len(st.want) {
@@ -139,10 +164,11 @@ func TestQueuePollsTranscripts(t *testing.T) {
 		t.Fatal(err)
 	}
 	old := filepath.Join(dir, "old.jsonl")
-	if err := os.WriteFile(old, []byte(promptLine("OLD", "o1")+"\n"+editLine("OLD", "o1", a, "old\n", "old", "new")+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(old, []byte(withCwd(promptLine("OLD", "o1"), proj)+"\n"+withCwd(editLine("OLD", "o1", a, "old\n", "old", "new"), proj)+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	q := newTestQueue(t)
+	testWorkspace(q).SetCwd(proj)
 	q.setOptions(reviewOptions(t, Options{ConfigDir: cfg, Cwd: proj}))
 	f, err := os.OpenFile(filepath.Join(dir, "s1.jsonl"), os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
@@ -150,8 +176,8 @@ func TestQueuePollsTranscripts(t *testing.T) {
 	}
 	defer f.Close()
 	// Half a line first: nothing until its end comes.
-	line := editLine("S1", "p1", a, "old\n", "old", "new")
-	if _, err := f.WriteString(promptLine("S1", "p1") + "\n" + line[:20]); err != nil {
+	line := withCwd(editLine("S1", "p1", a, "old\n", "old", "new"), proj)
+	if _, err := f.WriteString(withCwd(promptLine("S1", "p1"), proj) + "\n" + line[:20]); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.WriteString(line[20:] + "\n"); err != nil {
@@ -189,7 +215,7 @@ func TestQueueLongProjectPath(t *testing.T) {
 	if err := os.WriteFile(f, []byte("x\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	lines := promptLine("S", "p") + "\n" + createLine("S", "p", f, "x\n") + "\n"
+	lines := withCwd(promptLine("S", "p"), cwd) + "\n" + withCwd(createLine("S", "p", f, "x\n"), cwd) + "\n"
 	if err := os.WriteFile(filepath.Join(dir, "s.jsonl"), []byte(lines), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -215,11 +241,12 @@ func TestQueueSubagentWrites(t *testing.T) {
 		}
 	}
 	q := newTestQueue(t)
+	testWorkspace(q).SetCwd(proj)
 	q.setOptions(reviewOptions(t, Options{ConfigDir: cfg, Cwd: proj}))
 	if err := os.MkdirAll(filepath.Join(dir, "S1", "subagents"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	main := promptLine("S1", "p1") + "\n" + editLine("S1", "p1", a, "old\n", "old", "new") + "\n"
+	main := withCwd(promptLine("S1", "p1"), proj) + "\n" + withCwd(editLine("S1", "p1", a, "old\n", "old", "new"), proj) + "\n"
 	if err := os.WriteFile(filepath.Join(dir, "S1.jsonl"), []byte(main), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -227,6 +254,7 @@ func TestQueueSubagentWrites(t *testing.T) {
 		var m map[string]any
 		_ = json.Unmarshal([]byte(l), &m)
 		m["isSidechain"] = true
+		m["cwd"] = proj
 		b, _ := json.Marshal(m)
 		return string(b)
 	}
@@ -258,8 +286,8 @@ func TestQueueBadRequests(t *testing.T) {
 	if err := os.WriteFile(a, []byte("x\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	q.apply([]byte(promptLine("S", "p")), false)
-	q.apply([]byte(editLine("S", "p", a, "w\n", "w", "x")), false)
+	feed(t, q, dir, promptLine("S", "p"))
+	feed(t, q, dir, editLine("S", "p", a, "w\n", "w", "x"))
 	ctx := context.Background()
 	tests := []struct {
 		name string
@@ -312,9 +340,9 @@ func TestQueueResultsAsTheBufferSeesThem(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	q.apply([]byte(promptLine("S", "p")), false)
-	q.apply([]byte(editLine("S", "p", curly, "say “hi”\nx\n", `say "hi"`, `say "bye"`)), false)
-	q.apply([]byte(editLine("S", "p", bom, "\ufeffone\ntwo\n", "one", "ONE")), false)
+	feed(t, q, dir, promptLine("S", "p"))
+	feed(t, q, dir, editLine("S", "p", curly, "say “hi”\nx\n", `say "hi"`, `say "bye"`))
+	feed(t, q, dir, editLine("S", "p", bom, "\ufeffone\ntwo\n", "one", "ONE"))
 	ctx := context.Background()
 	tests := []struct {
 		name string
@@ -358,9 +386,9 @@ func TestQueueListsAnUnreadableFile(t *testing.T) {
 	if err := os.Mkdir(b, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	q.apply([]byte(promptLine("S", "p")), false)
-	q.apply([]byte(editLine("S", "p", a, "a\n", "a", "A")), false)
-	q.apply([]byte(createLine("S", "p", b, "b\n")), false)
+	feed(t, q, dir, promptLine("S", "p"))
+	feed(t, q, dir, editLine("S", "p", a, "a\n", "a", "A"))
+	feed(t, q, dir, createLine("S", "p", b, "b\n"))
 	got := list(t, q, "turn")
 	if it := got["a.txt@S"]; it.Status != "modified" || it.Added != 1 || it.Removed != 1 {
 		t.Errorf("a.txt: %+v", it)
@@ -402,7 +430,7 @@ func TestQueueCopiedHistoryIsHistory(t *testing.T) {
 		stamp(promptLine("F", "p1"), now, false),
 		stamp(editLine("F", "p1", b, "b\n", "b", "B"), now, false),
 	} {
-		q.apply(l, false)
+		feed(t, q, dir, string(l))
 	}
 	for _, scope := range []string{"turn", "session"} {
 		got := list(t, q, scope)
@@ -440,7 +468,7 @@ func TestQueueForkCopiesAreNotWrites(t *testing.T) {
 		withUUID(editLine("F", "f1", a, "a\n", "a", "A"), "u2"),
 		withUUID(promptLine("F", "f1"), "u3"),
 	} {
-		q.apply(l, false)
+		feed(t, q, dir, string(l))
 	}
 	for _, scope := range []string{"turn", "session"} {
 		got := list(t, q, scope)
@@ -458,4 +486,10 @@ func reviewOptions(t *testing.T, r Options) host.Options {
 		t.Fatal(err)
 	}
 	return o
+}
+
+// testWorkspace is q's workspace as the lifecycle changes it (the cwd, the
+// deny-list); the feature itself sees it read-only.
+func testWorkspace(q *Queue) *workspace.Workspace {
+	return q.h.Workspace().(*workspace.Workspace)
 }

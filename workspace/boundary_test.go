@@ -229,6 +229,43 @@ func TestWriteFile(t *testing.T) {
 	assertNoTemporaries(t, ws)
 }
 
+// Remove removes a regular file beneath its folder; a directory of the
+// path swapped for a symlink leading out after Resolve cannot make it
+// remove the file outside, nor can a symlink in the file's place.
+func TestRemove(t *testing.T) {
+	ws, out := t.TempDir(), t.TempDir()
+	b := NewBoundary(Settings{Home: t.TempDir()})
+	write(t, filepath.Join(ws, "d", "f.txt"), "x")
+	write(t, filepath.Join(out, "f.txt"), "keep")
+	p, err := b.Resolve([]string{ws}, "d/f.txt", Write, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// d is swapped for a symlink to out between the check and the remove.
+	if err := os.Rename(filepath.Join(ws, "d"), filepath.Join(ws, "d.old")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(out, filepath.Join(ws, "d")); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Remove(p); err == nil {
+		t.Fatal("removed through a swapped directory")
+	}
+	if got, _ := os.ReadFile(filepath.Join(out, "f.txt")); string(got) != "keep" {
+		t.Fatalf("the file outside: %q", got)
+	}
+	p, err = b.Resolve([]string{ws}, "d.old/f.txt", Write, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "d.old", "f.txt")); !os.IsNotExist(err) {
+		t.Fatalf("f.txt after Remove: %v", err)
+	}
+}
+
 func assertNoTemporaries(t *testing.T, dir string) {
 	t.Helper()
 	_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {

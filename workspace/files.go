@@ -151,6 +151,35 @@ func (b *Boundary) WriteFile(p Path, data []byte) (err error) {
 	return nil
 }
 
+// Remove removes the regular file at p beneath its folder, through
+// os.Root like WriteFile: a directory swapped for a symlink since Resolve
+// cannot lead outside, and a symlink in the file's place is refused, never
+// followed. Another name (hard link) of a deny-listed file is refused.
+func (b *Boundary) Remove(p Path) error {
+	if p.Folder == "" {
+		return refuse(ErrOutside, "%s is not in a workspace folder", p.Rel)
+	}
+	rel, err := filepath.Rel(p.Folder, p.Real)
+	if err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(p.Folder)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	fi, err := root.Lstat(rel)
+	switch {
+	case err != nil:
+		return err
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("%s is not a regular file", p.Rel)
+	case b.deniedIdentity(fi):
+		return refuse(ErrDenied, "%s is another name (a hard link) of a deny-listed file", p.Rel)
+	}
+	return root.Remove(rel)
+}
+
 // Limits of ListFiles.
 const (
 	listTimeout = 10 * time.Second

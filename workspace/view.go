@@ -31,6 +31,7 @@ type Files interface {
 	Resolve(folders []string, p string, a Access, isOpen func(abs string) bool) (Path, error)
 	ReadFile(p Path, max int64) ([]byte, error)
 	WriteFile(p Path, data []byte) error
+	Remove(p Path) error
 	CheckFolder(folder string) error
 	Settings() Settings
 }

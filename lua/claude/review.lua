@@ -17,7 +17,22 @@ local state = {
   items = {}, -- review_list's items
   panel = nil, -- the panel's buffer
   listed = 0, -- how many listings came (tests wait for the next)
+  asked = 0, -- listings asked for: an answer to an older one is stale
+  seq = 0, -- the host's number of the listing the count came from
 }
+
+-- Takes a count of the host's (an event's or a turn listing's) unless a
+-- newer one came already: events and answers may arrive in either order.
+local function take_count(count, seq)
+  if not count or (seq and seq <= state.seq) then
+    return
+  end
+  state.seq = seq or state.seq
+  if count ~= state.count then
+    state.count = count
+    util.emit("ClaudeReviewChanged", { count = state.count })
+  end
+end
 
 local function keys()
   return config.options.review.keys
@@ -31,29 +46,51 @@ local function ref(it)
   return { scope = state.scope, session = it.session, path = it.path }
 end
 
+-- A path as a line shows it (paths come from transcripts): from the
+-- workspace when inside it; a refused one in full.
 local function rel(path)
-  return vim.fn.fnamemodify(path, ":~:.")
+  return util.display(vim.fn.fnamemodify(path, ":~:."))
 end
 
-local status_letter = { modified = "M", new = "A", deleted = "D", binary = "B", unreadable = "?" }
+-- The panel's letter of each items().status (documented in :help
+-- claude-review-status).
+local status_letter = { modified = "M", new = "A", deleted = "D", binary = "B", unreadable = "?", refused = "!" }
 
--- Whether an item has a diff to open (a binary file is listed only, and
--- one that cannot be read now has nothing to diff).
+-- Whether an item has a diff to open (a binary file is listed only, one
+-- that cannot be read now has nothing to diff, and one the file boundary
+-- refuses is never read).
 local function diffable(it)
-  return it.status ~= "binary" and it.status ~= "unreadable"
+  return it.status ~= "binary" and it.status ~= "unreadable" and it.status ~= "refused"
 end
 
 --- The text of one item, as the panel and the quickfix list show it.
 local function describe(it)
   local counts = diffable(it) and string.format("+%d -%d", it.added, it.removed) or it.status
+  local why = ""
+  if it.status == "new" then
+    why = " (new)"
+  elseif it.status == "deleted" then
+    why = " (deleted)"
+  elseif it.status == "refused" then
+    why = ": " .. util.display(it.refused or "outside the workspace", 80)
+  end
   return string.format(
     "%s %s %s%s · %s",
     it.reviewed and "[x]" or "[ ]",
     status_letter[it.status] or "?",
     counts,
-    it.status == "new" and " (new)" or it.status == "deleted" and " (deleted)" or "",
-    it.label
+    why,
+    util.display(it.label, 40)
   )
+end
+
+-- The path as the panel shows it: a refused file's in full, so that the
+-- user sees where Claude's change went.
+local function shown_path(it)
+  if it.status == "refused" then
+    return util.display(it.path)
+  end
+  return rel(it.path)
 end
 
 --- "3 to review" for a statusline ("" when nothing waits).
@@ -90,7 +127,12 @@ end
 local function set_qf(replace)
   local qitems = {}
   for _, it in ipairs(state.items) do
-    qitems[#qitems + 1] = { filename = it.path, lnum = it.line, col = 1, text = describe(it) }
+    if it.status == "refused" or util.display(it.path) ~= it.path then
+      -- never a jump to a refused file (nor a name that is not one line)
+      qitems[#qitems + 1] = { text = describe(it) .. "  " .. shown_path(it), valid = 0 }
+    else
+      qitems[#qitems + 1] = { filename = it.path, lnum = it.line, col = 1, text = describe(it) }
+    end
   end
   local title = "Claude review (" .. state.scope .. ")"
   if replace then
@@ -131,7 +173,7 @@ local function render_panel()
     lines[1] = "Nothing to review in the " .. (state.scope == "session" and "session" or "current turn") .. "."
   end
   for _, it in ipairs(state.items) do
-    lines[#lines + 1] = describe(it) .. "  " .. rel(it.path)
+    lines[#lines + 1] = describe(it) .. "  " .. shown_path(it)
   end
   vim.bo[buf].modifiable = true
   api.nvim_buf_set_lines(buf, 0, -1, false, lines)
@@ -227,15 +269,38 @@ local function open_panel()
   end
 end
 
---- Lists the queue again from the host; cb() runs after.
-local function refresh(cb)
-  require("claude.server").request_async("review_list", { scope = state.scope }, function(res, err)
-    if not res then
-      util.notify(err or "nvim-claude: the review queue did not answer", vim.log.levels.ERROR)
+-- Takes a listing: the items, and the count of those not reviewed (the
+-- statusline's, so that it says what the list shows).
+local function take(res)
+  state.items = res.items or {}
+  state.listed = state.listed + 1
+  if res.scope == "turn" then
+    take_count(res.count, res.seq)
+  end
+end
+
+-- Asks the host for the list; cb(res) runs with the answer unless a later
+-- listing was asked for meanwhile (answers may come out of order: an older
+-- list must not replace what the last one showed).
+local function list(scope, cb)
+  state.asked = state.asked + 1
+  local mine = state.asked
+  require("claude.server").request_async("review_list", { scope = scope }, function(res, err)
+    if mine ~= state.asked then
       return
     end
-    state.items = res.items or {}
-    state.listed = state.listed + 1
+    if not res then
+      util.notify(util.display(err or "nvim-claude: the review queue did not answer"), vim.log.levels.ERROR)
+      return
+    end
+    take(res)
+    cb(res)
+  end)
+end
+
+--- Lists the queue again from the host; cb() runs after.
+local function refresh(cb)
+  list(state.scope, function()
     render_panel()
     set_qf(true)
     if cb then
@@ -274,13 +339,7 @@ function M.open(scope)
     return
   end
   state.scope = scope
-  require("claude.server").request_async("review_list", { scope = scope }, function(res, err)
-    if not res then
-      util.notify(err or "nvim-claude: the review queue did not answer", vim.log.levels.ERROR)
-      return
-    end
-    state.items = res.items or {}
-    state.listed = state.listed + 1
+  list(scope, function()
     set_qf(false)
     open_panel()
     if #state.items == 0 then
@@ -308,9 +367,10 @@ function M.open_diff(it)
     util.notify("nvim-claude: " .. rel(it.path) .. " cannot be read now: nothing to diff", vim.log.levels.WARN)
     return
   end
+  -- (A refused file too: the host says why, judging it again now.)
   local res, err = request("review_baseline", ref(it))
   if not res then
-    util.notify(err, vim.log.levels.ERROR)
+    util.notify(util.display(err), vim.log.levels.ERROR)
     return
   end
   if res.binary then
@@ -422,7 +482,7 @@ function M.revert_hunk()
     lines = api.nvim_buf_get_lines(r.buf, 0, -1, false),
   })
   if not res then
-    util.notify(err, vim.log.levels.WARN)
+    util.notify(util.display(err), vim.log.levels.WARN)
     return
   end
   api.nvim_buf_set_lines(r.buf, res.start, res["end"], false, res.lines)
@@ -430,39 +490,47 @@ function M.revert_hunk()
 end
 
 --- Reverts the whole file: every hunk of Claude's goes back to the
---- baseline (the file is written when it had no unsaved change; u undoes
---- it); a file Claude created is deleted. Refused where you changed
---- Claude's lines since.
+--- baseline (a buffer without unsaved changes: the host writes the file,
+--- through the same file boundary as every write, and the buffer follows;
+--- u undoes it in the buffer); a file Claude created is deleted after
+--- asking. Refused where you changed Claude's lines since, and for a file
+--- outside the workspace or on the deny-list.
 function M.revert_file(it)
   it = current_item(it)
   if not it then
     util.notify("nvim-claude: no file of the review queue here", vim.log.levels.WARN)
     return
   end
+  -- The host judges the file now (a symlink swapped in since the listing
+  -- leads out): a refused file is not even loaded.
+  local okc, cerr = request("review_check", ref(it))
+  if not okc then
+    util.notify(util.display(cerr), vim.log.levels.WARN)
+    return
+  end
+  local params = { scope = state.scope, session = it.session, path = it.path, lines = {} }
   local buf = vim.fn.bufadd(it.path)
   vim.fn.bufload(buf)
-  local was_modified = vim.bo[buf].modified
-  if not was_modified then
+  if not vim.bo[buf].modified then
     -- A buffer loaded before Claude wrote the file (and not entered
     -- since) holds the old text: the revert works on the file's.
     util.checktime(buf)
   end
-  local res, err = request("review_revert_file", {
-    scope = state.scope,
-    session = it.session,
-    path = it.path,
-    lines = api.nvim_buf_get_lines(buf, 0, -1, false),
-  })
+  params.lines = api.nvim_buf_get_lines(buf, 0, -1, false)
+  params.write = not vim.bo[buf].modified and not vim.bo[buf].readonly
+  params.readonly = not vim.bo[buf].modified and vim.bo[buf].readonly
+  local res, err = request("review_revert_file", params)
   if not res then
-    util.notify(err, vim.log.levels.WARN)
+    util.notify(util.display(err), vim.log.levels.WARN)
     return
   end
   if res.delete then
     if vim.fn.confirm("Delete " .. rel(it.path) .. ", which Claude created?", "&Delete\n&Keep", 2) ~= 1 then
       return
     end
-    if vim.fn.delete(it.path) ~= 0 then
-      util.notify("nvim-claude: could not delete " .. it.path, vim.log.levels.ERROR)
+    local ok, derr = request("review_delete", ref(it))
+    if not ok then
+      util.notify(util.display(derr), vim.log.levels.ERROR)
       return
     end
     if diff_ctx() then
@@ -473,27 +541,16 @@ function M.revert_file(it)
     for _, e in ipairs(res.edits) do
       api.nvim_buf_set_lines(buf, e.start, e["end"], false, e.lines)
     end
-    if not was_modified then
-      local ok, werr = pcall(api.nvim_buf_call, buf, function()
-        -- the baseline's last line end, byte for byte: 'fixendofline'
-        -- would add one the file never had
-        local bo, fixeol = vim.bo[buf], vim.bo[buf].fixeol
-        if res.eol ~= nil then
-          bo.eol = res.eol
-          bo.fixeol = res.eol
-        end
-        local wok, e = pcall(vim.cmd, "silent write")
-        bo.fixeol = fixeol
-        if not wok then
-          error(e, 0)
-        end
-      end)
-      if not ok then
-        util.notify(
-          "nvim-claude: reverted in the buffer, not written: " .. tostring(werr):gsub("^.-(E%d+:)", "%1"),
-          vim.log.levels.ERROR
-        )
+    if res.written then
+      -- The buffer holds what the host wrote: its 'endofline' too, and
+      -- unmodified; a :checktime makes its file time the file's.
+      if res.eol ~= nil then
+        vim.bo[buf].eol = res.eol
       end
+      vim.bo[buf].modified = false
+      util.checktime(buf)
+    elseif params.readonly then
+      util.notify("nvim-claude: reverted in the buffer, not written: E45: 'readonly' option is set", vim.log.levels.ERROR)
     end
     pcall(vim.cmd, "diffupdate")
   end
@@ -514,7 +571,7 @@ function M.mark(it)
     reviewed = not it.reviewed,
   })
   if not res then
-    util.notify(err, vim.log.levels.WARN)
+    util.notify(util.display(err), vim.log.levels.WARN)
     return
   end
   it.reviewed = res.reviewed
@@ -551,7 +608,7 @@ end
 --- The host stopped: its queue went with it.
 function M.detach()
   local had = state.count > 0 or #state.items > 0
-  state.count, state.items = 0, {}
+  state.count, state.items, state.seq = 0, {}, 0 -- (a new host counts from 0)
   render_panel()
   if qf_is_ours() then
     set_qf(true)
@@ -564,8 +621,12 @@ end
 --- Events of the Go host: "changed" when the queue changes.
 function M._on_event(ev, data)
   if ev == "changed" then
-    state.count = data and data.count or 0
-    util.emit("ClaudeReviewChanged", { count = state.count })
+    local seq = data and data.seq
+    if not (seq and seq <= state.seq) then
+      state.seq = seq or state.seq
+      state.count = data and data.count or 0
+      util.emit("ClaudeReviewChanged", { count = state.count })
+    end
     if panel_shown() or qf_is_ours() then
       refresh()
     end
