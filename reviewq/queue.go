@@ -13,8 +13,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nvim-claude/nvim-claude/host"
 	"github.com/nvim-claude/nvim-claude/display"
+	"github.com/nvim-claude/nvim-claude/host"
 	"github.com/nvim-claude/nvim-claude/workspace"
 )
 
