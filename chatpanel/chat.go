@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/nvim-claude/nvim-claude/app/host"
 	"github.com/nvim-claude/nvim-claude/chat"
+	"github.com/nvim-claude/nvim-claude/display"
 )
 
 // Editor is what the chat panel needs from Neovim: events delivered to
@@ -351,7 +352,7 @@ func (ch *chatProc) fail(msg string) {
 	ch.failure = msg
 	ch.mu.Unlock()
 	ch.c.log.Warn("chat did not start", "id", ch.id, "err", msg)
-	ch.push("failed", map[string]any{"message": msg})
+	ch.push("failed", map[string]any{"message": shown(msg)})
 	ch.pushStatus()
 }
 
@@ -685,7 +686,7 @@ func (ch *chatProc) pushStatus() {
 }
 
 func (ch *chatProc) system(level, text string) {
-	ch.push("system", map[string]any{"level": level, "text": text})
+	ch.push("system", map[string]any{"level": level, "text": shown(text)})
 }
 
 // onEvent translates the session's events; it runs on the session's
@@ -745,7 +746,7 @@ func (ch *chatProc) onEvent(ev chat.Event) {
 			ch.checkpointResult(tu, e.Structured)
 		}
 		ch.push("tool_result", map[string]any{"tool_use_id": e.ToolUseID, "is_error": e.IsError,
-			"summary": resultSummary(e), "text": text})
+			"summary": resultSummary(e), "text": shown(text)})
 		if tu.todos != nil && !e.IsError {
 			ch.push("todos", map[string]any{"todos": tu.todos})
 		}
@@ -857,7 +858,7 @@ func (ch *chatProc) onAssistant(e chat.AssistantEvent) {
 				continue // a subagent's own tools are not shown
 			}
 			ch.push("tool_use", map[string]any{"tool_use_id": b.ID, "name": b.Name, "input": rawOrEmpty(b.Input),
-				"summary": chat.RelSummary(b.Name, b.Input, ch.params.Cwd)})
+				"summary": summaryOf(b.Name, b.Input, ch.params.Cwd)})
 		}
 	}
 }
@@ -955,7 +956,7 @@ func (ch *chatProc) onExit(e chat.ExitEvent) {
 		p.stop()
 	}
 	ch.cancel()
-	ch.push("exited", map[string]any{"code": e.Code, "stderr": e.Stderr})
+	ch.push("exited", map[string]any{"code": e.Code, "stderr": shown(e.Stderr)})
 	ch.pushStatus()
 	ch.out.closeDrained()
 	ch.c.log.Info("chat CLI exited", "id", ch.id, "code", e.Code)
@@ -978,9 +979,19 @@ func resultSummary(e chat.ToolResultEvent) string {
 		t = string(r[:100]) + "…"
 	}
 	if e.IsError {
-		return "error: " + t
+		t = "error: " + t
 	}
-	return t
+	return display.Line(t, 120)
+}
+
+// shown is text from outside (tool output, the CLI's messages) as lines
+// a buffer can show: control characters made visible, runs of blank
+// lines collapsed (saying so).
+func shown(text string) string {
+	if text == "" {
+		return ""
+	}
+	return strings.Join(display.Lines(text, 0, 0), "\n")
 }
 
 // checkpoint keeps path's contents before the running turn first edits

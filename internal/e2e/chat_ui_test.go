@@ -346,8 +346,8 @@ func TestChatUIPermissionKeys(t *testing.T) {
 		want    string // chat_permission params
 		shows   []string
 	}{
-		{"bash once", `{"kind":"bash","tool":"Bash","summary":"Bash: make test","input":{"command":"make test"},"description":"Run the tests"}`,
-			"a", nil, nil, `{"behavior":"allow","scope":"once"}`, []string{"┃ $ make test", "┃ Run the tests"}},
+		{"bash once", `{"kind":"bash","tool":"Bash","summary":"Bash: make test","input":{"command":"make test"},"description":"Run the tests","body":["$ make test","Claude says: Run the tests"],"fits":true,"lines":1}`,
+			"a", nil, nil, `{"behavior":"allow","scope":"once"}`, []string{"┃ $ make test", "┃ Claude says: Run the tests"}},
 		{"session", `{"kind":"bash","tool":"Bash","summary":"Bash: ls","input":{"command":"ls"}}`,
 			"s", nil, nil, `{"behavior":"allow","scope":"session"}`, nil},
 		{"project", `{"kind":"other","tool":"WebFetch","summary":"WebFetch example.com","input":{"url":"https://example.com"}}`,
