@@ -353,15 +353,20 @@ func (ch *chatProc) handlePermission(ctx context.Context, a permParams) (any, er
 		}
 		err = ch.finish(p, "deny", "user", func(s *chat.Session) error { return s.Deny(p.req.RequestID, msg) })
 	case p.kind == "plan":
-		// The approval sets the mode the user chose in the CLI itself:
-		// on a plain allow the CLI goes back to the mode it had before
-		// plan (acceptEdits, say), which is not what ga ("default") says.
-		// The header then shows the mode the CLI reports.
-		mode := "default"
-		if a.AcceptPlanMode == "acceptEdits" {
-			mode = "acceptEdits"
+		// The approval sets the mode the user chose, as the CLI's own
+		// plan dialog does ("Yes, manually approve edits", "Yes,
+		// auto-accept edits" …): on a plain allow the CLI would go back to
+		// the mode it had before plan (acceptEdits, say), which is not what
+		// ga (manual) says. The header then shows the mode the CLI reports.
+		m := a.AcceptPlanMode
+		if m == "" {
+			m = "manual"
 		}
-		perms := []chat.PermissionUpdate{{Type: "setMode", Mode: mode, Destination: "session"}}
+		wire := chat.WireMode(m)
+		if wire == "" || wire == "plan" {
+			return nil, fmt.Errorf("chat_permission: accept_plan_mode must be one of %s but plan (got %q)", modeList(), m)
+		}
+		perms := []chat.PermissionUpdate{{Type: "setMode", Mode: wire, Destination: "session"}}
 		err = ch.finish(p, "allow", "user", func(s *chat.Session) error { return s.Allow(p.req.RequestID, rawOrEmpty(p.req.Input), perms) })
 	case p.kind == "question":
 		var m map[string]any

@@ -523,14 +523,56 @@ vim.cmd("normal! zb")`)
 		t.Errorf("no note says why nothing was allowed: %v", n)
 	}
 	// Room for it: the prompt comes into view, then `a` allows it.
-	s.Exec(t, `vim.cmd("resize 30")`)
-	for i := 0; i < 2 && pending > 0; i++ {
+	s.Exec(t, `vim.cmd("resize 30") _G.notes = {}`)
+	s.feed(t, "a")
+	if n := s.notes(t); len(n) > 0 {
+		// it was scrolled away: now it is on screen
+		if !strings.Contains(fmt.Sprint(n[0]), "on screen now") {
+			t.Fatalf("`a` with room for the prompt: %v", n)
+		}
 		s.feed(t, "a")
-		s.Eval(t, `return #require("claude.chat").get("1").pending`, &pending)
 	}
-	if pending != 0 {
-		t.Fatalf("`a` with the whole prompt on screen did not allow it; notes %v", s.notes(t))
-	}
+	s.WaitFor(t, 30*time.Second, `#require("claude.chat").get("1").pending == 0`, `return _G.notes`, "`a` to allow the prompt on screen")
 	s.waitTranscript(t, "1", "Shown.")
 	s.waitTurns(t, 1)
+}
+
+// TestChatCLIModesAreTheCLIs: a chat started in auto (a mode of CLI
+// 2.1.332) shows auto; the mode picker (gM) offers the CLI's modes by its
+// names, and a mode picked there is the one the CLI then reports.
+func TestChatCLIModesAreTheCLIs(t *testing.T) {
+	s := startChatSession(t, nil, `, chat = { mode = "auto" }`)
+	s.WaitFor(t, 60*time.Second, `require("claude.chat").get("1").state == "idle"`, `return require("claude.chat").get("1").state`, "the chat's CLI to start")
+	s.WaitFor(t, 10*time.Second, `require("claude.chat").header(require("claude.chat").get("1")):find("mode: auto", 1, true)`,
+		`return { header = require("claude.chat").header(require("claude.chat").get("1")), notes = _G.notes }`, "the header to show mode: auto")
+	s.Exec(t, `_G.offered = nil
+local select = vim.ui.select
+vim.ui.select = function(items, o, cb)
+  _G.offered = {}
+  for _, it in ipairs(items) do table.insert(_G.offered, it) end
+  return select(items, o, cb)
+end
+_G.selects = { "dontAsk" }`)
+	s.focus(t, "1", "t")
+	s.feed(t, "gM")
+	var offered []string
+	s.Eval(t, `return _G.offered`, &offered)
+	if got, want := strings.Join(offered, " "), "manual acceptEdits plan auto dontAsk"; got != want {
+		t.Errorf("the mode picker offers %q, want %q", got, want)
+	}
+	s.WaitFor(t, 30*time.Second, `require("claude.chat").get("1").mode == "dontAsk"`,
+		`return { mode = require("claude.chat").get("1").mode, notes = _G.notes }`, "the CLI to report dontAsk")
+	// <S-Tab> goes on from there to the first mode, the CLI's manual.
+	s.feed(t, "<S-Tab>")
+	s.WaitFor(t, 30*time.Second, `require("claude.chat").header(require("claude.chat").get("1")):find("mode: manual", 1, true)`,
+		`return { header = require("claude.chat").header(require("claude.chat").get("1")), notes = _G.notes }`, "the header to show mode: manual")
+	// The CLI says so too: its next turn reports the mode it runs in.
+	s.api.Script(fakeapi.Reply(fakeapi.Text("Fine.")))
+	s.send(t, "1", "which mode?")
+	s.waitTurns(t, 1)
+	var mode string
+	s.Eval(t, `return require("claude.chat").get("1").mode`, &mode)
+	if mode != "manual" {
+		t.Errorf("after a turn the chat shows mode %q, want manual", mode)
+	}
 }

@@ -403,10 +403,18 @@ local function approve_plan(chat, p, mode)
     send(mode)
     return
   end
-  vim.ui.select({ "default", "acceptEdits" }, {
+  -- every mode of the CLI but plan, as its own plan dialog offers
+  local main = require("claude.chat")
+  local modes = {}
+  for _, m in ipairs(type(chat.modes) == "table" and #chat.modes > 0 and chat.modes or main.MODES) do
+    if m ~= "plan" then
+      table.insert(modes, m)
+    end
+  end
+  vim.ui.select(modes, {
     prompt = "Approve the plan and continue in mode",
     format_item = function(m)
-      return m == "default" and "default (ask before edits)" or "acceptEdits (apply edits without asking)"
+      return m .. (main.MODE_HELP[m] and (" (" .. main.MODE_HELP[m] .. ")") or "")
     end,
   }, send)
 end
@@ -562,7 +570,7 @@ function M.open_plan(chat, p)
       callback = function()
         local comments = plan_comments(p)
         if not comments then
-          notify("nvim-claude: the plan is unchanged; approve it with ga (or gA for acceptEdits)", vim.log.levels.WARN)
+          notify("nvim-claude: the plan is unchanged; approve it with ga (manual mode) or gA (acceptEdits)", vim.log.levels.WARN)
           return
         end
         vim.bo[buf].modified = false
@@ -574,7 +582,7 @@ function M.open_plan(chat, p)
         approve_plan(chat, p, mode)
       end
     end
-    vim.keymap.set("n", "ga", approve("default"), { buffer = buf, desc = "nvim-claude: approve the plan" })
+    vim.keymap.set("n", "ga", approve("manual"), { buffer = buf, desc = "nvim-claude: approve the plan (manual mode)" })
     vim.keymap.set("n", "gA", approve("acceptEdits"), {
       buffer = buf,
       desc = "nvim-claude: approve the plan and accept edits",
