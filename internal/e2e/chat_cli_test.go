@@ -576,3 +576,65 @@ _G.selects = { "dontAsk" }`)
 		t.Errorf("after a turn the chat shows mode %q, want manual", mode)
 	}
 }
+
+// TestChatCLIForkPrefillKeepsTheDraft: after F the forked message is in
+// the new chat's prompt at once, while its CLI (held back here until the
+// test lets it go) starts; what the user types or sends meanwhile is never
+// replaced when the CLI comes up.
+func TestChatCLIForkPrefillKeepsTheDraft(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		meant  string // what the user does before the CLI is up
+		prompt string // the fork's prompt after it is
+	}{
+		{"a draft typed meanwhile stays", "draft", "my own draft"},
+		{"a prompt sent meanwhile does not come back", "send", ""},
+		{"an untouched prompt keeps the message", "", "pick a fruit"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gate := filepath.Join(t.TempDir(), "go")
+			wrapper := filepath.Join(t.TempDir(), "claude-gated")
+			script := "#!/bin/sh\ncase \" $* \" in *\" --fork-session \"*) while [ ! -e '" + gate + "' ]; do sleep 0.05; done;; esac\nexec '" +
+				clienv.Binary(t) + "' \"$@\"\n"
+			if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			s := startChatSession(t, nil, fmt.Sprintf(`, chat = { cmd = %q }`, wrapper))
+			s.api.Script(fakeapi.Reply(fakeapi.Text("Banana.")))
+			s.send(t, "1", "pick a fruit")
+			s.waitTurns(t, 1)
+			s.focus(t, "1", "t")
+			s.Exec(t, `for i, l in ipairs(vim.api.nvim_buf_get_lines(0, 0, -1, false)) do
+  if l == "pick a fruit" then vim.api.nvim_win_set_cursor(0, { i, 0 }) end
+end`)
+			s.feed(t, "F")
+			var state, text string
+			s.Eval(t, `local c = require("claude.chat").get("2") return c and c.state or ""`, &state)
+			s.Eval(t, `return require("claude.chat.prompt").text(require("claude.chat").get("2"))`, &text)
+			if state != "starting" || text != "pick a fruit" {
+				t.Fatalf("right after F: chat 2 %q with prompt %q, want starting with the forked message", state, text)
+			}
+			switch tc.meant {
+			case "draft":
+				s.Exec(t, `vim.api.nvim_buf_set_lines(require("claude.chat").get("2").pbuf, 0, -1, false, { "my own draft" })`)
+			case "send":
+				s.api.Script(fakeapi.Reply(fakeapi.Text("Apple.")))
+				s.focus(t, "2", "p")
+				s.feed(t, "<CR>")
+			}
+			if err := os.WriteFile(gate, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			s.WaitFor(t, 60*time.Second, `require("claude.chat").get("2").state ~= "starting"`, `return _G.notes`, "the fork's CLI to start")
+			// The "ready" event (with the CLI's prefill) set the state:
+			// nothing touches the prompt after it.
+			if tc.meant == "send" {
+				s.waitTranscript(t, "2", "Apple.")
+			}
+			s.Eval(t, `return require("claude.chat.prompt").text(require("claude.chat").get("2"))`, &text)
+			if text != tc.prompt {
+				t.Errorf("the fork's prompt is %q, want %q", text, tc.prompt)
+			}
+		})
+	}
+}
