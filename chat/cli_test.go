@@ -5,8 +5,10 @@ package chat
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -470,5 +472,47 @@ func TestCLIClearResetsSession(t *testing.T) {
 	last := c.waitN(t, 2, "init", func(ev Event) bool { _, ok := ev.(InitEvent); return ok }).(InitEvent)
 	if last.SessionID != after {
 		t.Errorf("session id %s, the init after the reset says %s", after, last.SessionID)
+	}
+}
+
+// TestCLIModes pins [Modes] to the CLI: each starts a session that
+// reports it (manual as the wire's "default"), set_permission_mode takes
+// each, and the modes the CLI lists when it refuses one are ours plus
+// bypassPermissions (which needs a launch flag the chat never passes).
+func TestCLIModes(t *testing.T) {
+	e := newCLIEnv(t)
+	for _, m := range Modes() {
+		s, _, _ := e.start(t, Options{Mode: m})
+		if got := s.Init().Mode; got != WireMode(m) || ModeName(got) != m {
+			t.Errorf("--permission-mode %s: the CLI reports %q", m, got)
+		}
+		s.Kill()
+		<-s.Done()
+	}
+	s, _, _ := e.start(t, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), guard)
+	defer cancel()
+	for _, m := range append(Modes(), "default") {
+		if err := s.SetMode(ctx, m); err != nil {
+			t.Errorf("SetMode(%s): %v", m, err)
+		}
+	}
+	_, err := s.Request(ctx, "set_permission_mode", map[string]any{"mode": "bogus"})
+	var ce *ControlError
+	if !errors.As(err, &ce) {
+		t.Fatalf("an unknown mode: %v", err)
+	}
+	_, list, _ := strings.Cut(ce.Message, "must be one of ")
+	var cli []string
+	for _, m := range strings.Split(list, ", ") {
+		if m != "bypassPermissions" {
+			cli = append(cli, ModeName(m))
+		}
+	}
+	sort.Strings(cli)
+	ours := Modes()
+	sort.Strings(ours)
+	if strings.Join(cli, " ") != strings.Join(ours, " ") {
+		t.Errorf("the CLI's modes are %v (%q), ours %v", cli, ce.Message, ours)
 	}
 }

@@ -31,7 +31,8 @@ type Options struct {
 	// Env is the process environment; nil means os.Environ(). The session
 	// adds CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING=true.
 	Env []string
-	// Mode is the starting permission mode (default, acceptEdits, plan …).
+	// Mode is the starting permission mode (see [Modes]; "" leaves it to
+	// the user's CLI settings).
 	Mode string
 	// Model is a model alias or id; Effort an effort level.
 	Model, Effort string
@@ -60,10 +61,13 @@ type Options struct {
 
 // Args returns the CLI arguments for o.
 func (o Options) Args() []string {
+	// --permission-prompts host: whatever would prompt comes to us as
+	// can_use_tool (said explicitly: "none", which denies it all
+	// silently, must never become ours by a change of default).
 	args := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
-		"--permission-prompt-tool", "stdio", "--include-partial-messages"}
+		"--permission-prompt-tool", "stdio", "--permission-prompts", "host", "--include-partial-messages"}
 	if o.Mode != "" {
-		args = append(args, "--permission-mode", o.Mode)
+		args = append(args, "--permission-mode", ModeName(o.Mode))
 	}
 	if o.Model != "" {
 		args = append(args, "--model", o.Model)
@@ -627,10 +631,46 @@ func (s *Session) Interrupt(ctx context.Context) error {
 	return err
 }
 
-// SetMode changes the permission mode.
+// SetMode changes the permission mode (a name of [Modes], or its wire
+// name).
 func (s *Session) SetMode(ctx context.Context, mode string) error {
-	_, err := s.Request(ctx, "set_permission_mode", map[string]any{"mode": mode})
+	wire := WireMode(mode)
+	if wire == "" {
+		return fmt.Errorf("unknown permission mode %q (want one of %v)", mode, Modes())
+	}
+	_, err := s.Request(ctx, "set_permission_mode", map[string]any{"mode": wire})
 	return err
+}
+
+// Modes are the permission modes a session offers, by the names the CLI's
+// --help gives them (2.1.332): manual asks before edits and commands,
+// acceptEdits applies edits unasked, plan only plans, auto lets a
+// classifier decide, dontAsk denies whatever is not allowed already.
+// bypassPermissions is left out: the CLI takes it only when started with
+// --dangerously-skip-permissions, which a chat never is.
+func Modes() []string {
+	return []string{"manual", "acceptEdits", "plan", "auto", "dontAsk"}
+}
+
+// ModeName is a mode's name in [Modes] for a name the CLI reports:
+// its control protocol and stream still say "default" for manual.
+func ModeName(mode string) string {
+	if mode == "default" {
+		return "manual"
+	}
+	return mode
+}
+
+// WireMode is the name the control protocol takes for mode (a name of
+// [Modes] or "default"), "" when mode is none of them.
+func WireMode(mode string) string {
+	switch mode {
+	case "manual", "default":
+		return "default"
+	case "acceptEdits", "plan", "auto", "dontAsk":
+		return mode
+	}
+	return ""
 }
 
 // SetModel changes the model (not validated by the CLI: validate against

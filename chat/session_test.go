@@ -131,3 +131,15 @@ func TestExitWithGrandchildHoldingStderr(t *testing.T) {
 		}
 	}
 }
+
+// The CLI is told explicitly that we answer its permission prompts: with
+// "--permission-prompts none" (or a default that became it) everything
+// that would ask is denied without a word.
+func TestArgsAskTheHost(t *testing.T) {
+	args := strings.Join(Options{Mode: "default"}.Args(), " ")
+	for _, want := range []string{"--permission-prompt-tool stdio", "--permission-prompts host", "--permission-mode manual"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("args %q lack %q", args, want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -72,8 +73,43 @@ func EditPath(tool string, input json.RawMessage) string {
 }
 
 // ToolSummary is a one-line description of a tool call, e.g.
-// "Edit lua/x.lua" or "Bash: make test".
+// "Edit lua/x.lua" or "Bash: make test". A command of several lines names
+// its first and last lines and how many it has: its first line alone
+// would hide the rest. The text is the model's: make it displayable before
+// showing it.
 func ToolSummary(tool string, input json.RawMessage) string {
+	return toolSummary(tool, input)
+}
+
+// CommandSummary is a command on one line: itself (cut) when it has one
+// line, else its first and last non-blank lines and its number of lines.
+func CommandSummary(cmd string) string {
+	lines := strings.Split(strings.TrimRight(strings.ReplaceAll(cmd, "\r\n", "\n"), "\n"), "\n")
+	if len(lines) <= 1 {
+		return cut(cmd, 120)
+	}
+	first, last := "", ""
+	for _, l := range lines {
+		if strings.TrimSpace(l) != "" {
+			if first == "" {
+				first = l
+			}
+			last = l
+		}
+	}
+	return cut(strings.TrimSpace(first), 60) + " … " + cut(strings.TrimSpace(last), 60) +
+		" (" + strconv.Itoa(len(lines)) + " lines)"
+}
+
+// cut is s cut to max runes, "…" marking the cut.
+func cut(s string, max int) string {
+	if r := []rune(s); len(r) > max {
+		return string(r[:max-1]) + "…"
+	}
+	return s
+}
+
+func toolSummary(tool string, input json.RawMessage) string {
 	in := parseInput(input)
 	short := func(s string) string { return firstLine(s, 80) }
 	switch tool {
@@ -82,7 +118,7 @@ func ToolSummary(tool string, input json.RawMessage) string {
 	case "NotebookEdit":
 		return tool + " " + in.NotebookPath
 	case "Bash":
-		return "Bash: " + short(in.Command)
+		return "Bash: " + CommandSummary(in.Command)
 	case "Grep", "Glob":
 		if in.Path != "" {
 			return fmt.Sprintf("%s %q in %s", tool, short(in.Pattern), in.Path)

@@ -110,7 +110,9 @@ func TestAlwaysAllow(t *testing.T) {
 func TestSummaries(t *testing.T) {
 	tests := []struct{ tool, input, want string }{
 		{"Edit", `{"file_path":"/w/lua/x.lua"}`, "Edit lua/x.lua"},
-		{"Bash", `{"command":"make test\nmore"}`, "Bash: make test"},
+		{"Bash", `{"command":"make test"}`, "Bash: make test"},
+		{"Bash", `{"command":"make test\nmore"}`, "Bash: make test … more (2 lines)"},
+		{"Bash", `{"command":"cat README.md\n\n\n\ncurl x | sh\n"}`, "Bash: cat README.md … curl x | sh (5 lines)"},
 		{"Grep", `{"pattern":"foo"}`, `Grep "foo"`},
 		{"TodoWrite", `{"todos":[{"content":"a","status":"pending","activeForm":"A"}]}`, "TodoWrite (1 items)"},
 		{"mcp__x__y", `{}`, "mcp__x__y"},

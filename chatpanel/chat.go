@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/nvim-claude/nvim-claude/chat"
+	"github.com/nvim-claude/nvim-claude/display"
 	"github.com/nvim-claude/nvim-claude/host"
 	"github.com/nvim-claude/nvim-claude/verdict"
 )
@@ -172,10 +173,14 @@ type openParams struct {
 	Bin             string            `json:"bin"`
 }
 
-// chatMode reports whether the panel offers mode.
+// chatMode reports whether the panel offers mode (a name of chat.Modes,
+// or "default", the old name of manual).
 func chatMode(mode string) bool {
-	return mode == "default" || mode == "acceptEdits" || mode == "plan"
+	return chat.WireMode(mode) != ""
 }
+
+// modeList names the modes for an error message.
+func modeList() string { return strings.Join(chat.Modes(), ", ") }
 
 func (c *Panel) handleOpen(_ context.Context, p openParams) (any, error) {
 	ch, err := c.open(p, nil)
@@ -196,8 +201,9 @@ func (c *Panel) open(p openParams, after func(*chatProc, *chat.Session) (map[str
 		return nil, fmt.Errorf("cwd %s is not a directory", p.Cwd)
 	}
 	if p.Mode != "" && !chatMode(p.Mode) {
-		return nil, fmt.Errorf("unknown mode %q (want default, acceptEdits or plan)", p.Mode)
+		return nil, fmt.Errorf("unknown mode %q (want one of %s)", p.Mode, modeList())
 	}
+	p.Mode = chat.ModeName(p.Mode)
 	if p.Fork && p.Resume == "" {
 		return nil, errors.New("fork needs resume (the session to fork)")
 	}
@@ -226,7 +232,7 @@ func (c *Panel) open(p openParams, after func(*chatProc, *chat.Session) (map[str
 		toolUses: map[string]toolUse{}, taskNames: map[string]string{},
 	}
 	if ch.mode == "" {
-		ch.mode = "default"
+		ch.mode = "manual" // until the CLI says which its settings chose
 	}
 	ch.ctx, ch.cancel = context.WithCancel(context.Background())
 	ch.out = newOutbox(func(ctx context.Context, name string, data any) error {
@@ -294,8 +300,8 @@ func (ch *chatProc) boot(o chat.Options, toolsNote string, after func(*chatProc,
 		return
 	}
 	ch.mu.Lock()
-	if o.Mode == "" && sess.Init().Mode != "" && chatMode(sess.Init().Mode) {
-		ch.mode = sess.Init().Mode
+	if o.Mode == "" && sess.Init().Mode != "" {
+		ch.mode = chat.ModeName(sess.Init().Mode)
 	}
 	if ch.model == "" {
 		ch.model = "default"
@@ -352,7 +358,7 @@ func (ch *chatProc) fail(msg string) {
 	ch.failure = msg
 	ch.mu.Unlock()
 	ch.c.log.Warn("chat did not start", "id", ch.id, "err", msg)
-	ch.push("failed", map[string]any{"message": msg})
+	ch.push("failed", map[string]any{"message": shown(msg)})
 	ch.pushStatus()
 }
 
@@ -601,7 +607,7 @@ func (ch *chatProc) openResult() map[string]any {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
 	return map[string]any{"id": ch.id, "cwd": ch.params.Cwd, "mode": ch.mode, "model": ch.model, "state": ch.state,
-		"models": []map[string]any{}, "commands": []map[string]any{}}
+		"models": []map[string]any{}, "commands": []map[string]any{}, "modes": chat.Modes()}
 }
 
 // readyEvent is what Lua learns once the CLI has started: its models and
@@ -617,7 +623,7 @@ func (ch *chatProc) readyEvent(sess *chat.Session) map[string]any {
 	}
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
-	res := map[string]any{"mode": ch.mode, "model": ch.model, "models": models, "commands": commands}
+	res := map[string]any{"mode": ch.mode, "model": ch.model, "models": models, "commands": commands, "modes": chat.Modes()}
 	if ch.sessionID != "" {
 		res["session_id"] = ch.sessionID
 	}
@@ -686,7 +692,7 @@ func (ch *chatProc) pushStatus() {
 }
 
 func (ch *chatProc) system(level, text string) {
-	ch.push("system", map[string]any{"level": level, "text": text})
+	ch.push("system", map[string]any{"level": level, "text": shown(text)})
 }
 
 // onEvent translates the session's events; it runs on the session's
@@ -695,10 +701,11 @@ func (ch *chatProc) onEvent(ev chat.Event) {
 	switch e := ev.(type) {
 	case chat.InitEvent:
 		ch.mu.Lock()
-		changed := e.SessionID != ch.sessionID || (e.PermissionMode != "" && e.PermissionMode != ch.mode)
+		mode := chat.ModeName(e.PermissionMode)
+		changed := e.SessionID != ch.sessionID || (mode != "" && mode != ch.mode)
 		ch.sessionID = e.SessionID
-		if e.PermissionMode != "" {
-			ch.mode = e.PermissionMode
+		if mode != "" {
+			ch.mode = mode
 		}
 		ch.mu.Unlock()
 		if changed {
@@ -707,8 +714,9 @@ func (ch *chatProc) onEvent(ev chat.Event) {
 	case chat.StatusEvent:
 		if e.PermissionMode != "" {
 			ch.mu.Lock()
-			changed := e.PermissionMode != ch.mode
-			ch.mode = e.PermissionMode
+			mode := chat.ModeName(e.PermissionMode)
+			changed := mode != ch.mode
+			ch.mode = mode
 			ch.mu.Unlock()
 			if changed {
 				ch.pushStatus()
@@ -746,7 +754,7 @@ func (ch *chatProc) onEvent(ev chat.Event) {
 			ch.checkpointResult(tu, e.Structured)
 		}
 		ch.push("tool_result", map[string]any{"tool_use_id": e.ToolUseID, "is_error": e.IsError,
-			"summary": resultSummary(e), "text": text})
+			"summary": resultSummary(e), "text": shown(text)})
 		if tu.todos != nil && !e.IsError {
 			ch.push("todos", map[string]any{"todos": tu.todos})
 		}
@@ -858,7 +866,7 @@ func (ch *chatProc) onAssistant(e chat.AssistantEvent) {
 				continue // a subagent's own tools are not shown
 			}
 			ch.push("tool_use", map[string]any{"tool_use_id": b.ID, "name": b.Name, "input": rawOrEmpty(b.Input),
-				"summary": chat.RelSummary(b.Name, b.Input, ch.params.Cwd)})
+				"summary": summaryOf(b.Name, b.Input, ch.params.Cwd)})
 		}
 	}
 }
@@ -956,7 +964,7 @@ func (ch *chatProc) onExit(e chat.ExitEvent) {
 		p.stop()
 	}
 	ch.cancel()
-	ch.push("exited", map[string]any{"code": e.Code, "stderr": e.Stderr})
+	ch.push("exited", map[string]any{"code": e.Code, "stderr": shown(e.Stderr)})
 	ch.pushStatus()
 	ch.out.closeDrained()
 	ch.c.log.Info("chat CLI exited", "id", ch.id, "code", e.Code)
@@ -979,9 +987,19 @@ func resultSummary(e chat.ToolResultEvent) string {
 		t = string(r[:100]) + "…"
 	}
 	if e.IsError {
-		return "error: " + t
+		t = "error: " + t
 	}
-	return t
+	return display.Line(t, 120)
+}
+
+// shown is text from outside (tool output, the CLI's messages) as lines
+// a buffer can show: control characters made visible, runs of blank
+// lines collapsed (saying so).
+func shown(text string) string {
+	if text == "" {
+		return ""
+	}
+	return strings.Join(display.Lines(text, 0, 0), "\n")
 }
 
 // checkpoint keeps path's contents before the running turn first edits
@@ -1195,8 +1213,9 @@ type modeParams struct {
 
 func (ch *chatProc) handleSetMode(ctx context.Context, p modeParams) (any, error) {
 	if !chatMode(p.Mode) {
-		return nil, fmt.Errorf("chat_set_mode: mode must be default, acceptEdits or plan (got %q)", p.Mode)
+		return nil, fmt.Errorf("chat_set_mode: mode must be one of %s (got %q)", modeList(), p.Mode)
 	}
+	p.Mode = chat.ModeName(p.Mode)
 	if err := ch.session().SetMode(ctx, p.Mode); err != nil {
 		return nil, fmt.Errorf("chat_set_mode: %w", err)
 	}

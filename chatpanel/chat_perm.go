@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/nvim-claude/nvim-claude/chat"
+	"github.com/nvim-claude/nvim-claude/display"
 	"github.com/nvim-claude/nvim-claude/verdict"
 )
 
@@ -70,20 +73,28 @@ func (ch *chatProc) onPermission(e chat.PermissionRequestEvent) {
 		if err := sess.Deny(e.RequestID, msg); err != nil {
 			ch.c.log.Warn("chat: plan-mode deny", "err", err)
 		}
-		ch.system("warn", "Plan mode: refused "+chat.RelSummary(e.ToolName, e.Input, ch.params.Cwd)+".")
+		ch.system("warn", "Plan mode: refused "+summaryOf(e.ToolName, e.Input, ch.params.Cwd)+".")
 		ch.push("permission_done", map[string]any{"request_id": e.RequestID, "behavior": "deny", "by": "plan_mode"})
 		return
 	}
 	p := &chatPerm{req: e, kind: permKind(e.ToolName)}
+	v := viewOf(e, p.kind, ch.params.Cwd)
+	// Every name and text is displayable on the way out; "body" is the
+	// input as the prompt shows it, and "fits" says whether that is all
+	// of it (the sessions panel and :ClaudeAnswer can show the same).
 	data := map[string]any{
-		"request_id": e.RequestID, "tool": e.ToolName, "display_name": e.DisplayName, "kind": p.kind,
-		"summary": chat.RelSummary(e.ToolName, e.Input, ch.params.Cwd), "input": rawOrEmpty(e.Input), "diff": false,
+		"request_id": e.RequestID, "tool": display.Line(e.ToolName, 120), "display_name": display.Line(e.DisplayName, 120),
+		"kind": p.kind, "summary": v.summary, "body": v.body, "fits": v.fits, "lines": v.lines,
+		"input": rawOrEmpty(e.Input), "diff": false,
+	}
+	if v.body == nil {
+		data["body"] = []string{}
 	}
 	if data["display_name"] == "" {
-		data["display_name"] = e.ToolName
+		data["display_name"] = data["tool"]
 	}
 	if e.Description != "" {
-		data["description"] = e.Description
+		data["description"] = display.Line(e.Description, permLineMax)
 	}
 	if len(e.Suggestions) > 0 {
 		data["suggestions"] = e.Suggestions
@@ -282,7 +293,7 @@ func (ch *chatProc) refuseInPlan(p *chatPerm) (bool, error) {
 	msg := fmt.Sprintf(planModeRefusal, p.req.ToolName)
 	err := ch.finish(p, "deny", "plan_mode", func(s *chat.Session) error { return s.Deny(p.req.RequestID, msg) })
 	if err == nil {
-		ch.system("warn", "Plan mode: refused "+chat.RelSummary(p.req.ToolName, p.req.Input, ch.params.Cwd)+".")
+		ch.system("warn", "Plan mode: refused "+summaryOf(p.req.ToolName, p.req.Input, ch.params.Cwd)+".")
 	}
 	return true, err
 }
@@ -342,15 +353,20 @@ func (ch *chatProc) handlePermission(ctx context.Context, a permParams) (any, er
 		}
 		err = ch.finish(p, "deny", "user", func(s *chat.Session) error { return s.Deny(p.req.RequestID, msg) })
 	case p.kind == "plan":
-		// The approval sets the mode the user chose in the CLI itself:
-		// on a plain allow the CLI goes back to the mode it had before
-		// plan (acceptEdits, say), which is not what ga ("default") says.
-		// The header then shows the mode the CLI reports.
-		mode := "default"
-		if a.AcceptPlanMode == "acceptEdits" {
-			mode = "acceptEdits"
+		// The approval sets the mode the user chose, as the CLI's own
+		// plan dialog does ("Yes, manually approve edits", "Yes,
+		// auto-accept edits" …): on a plain allow the CLI would go back to
+		// the mode it had before plan (acceptEdits, say), which is not what
+		// ga (manual) says. The header then shows the mode the CLI reports.
+		m := a.AcceptPlanMode
+		if m == "" {
+			m = "manual"
 		}
-		perms := []chat.PermissionUpdate{{Type: "setMode", Mode: mode, Destination: "session"}}
+		wire := chat.WireMode(m)
+		if wire == "" || wire == "plan" {
+			return nil, fmt.Errorf("chat_permission: accept_plan_mode must be one of %s but plan (got %q)", modeList(), m)
+		}
+		perms := []chat.PermissionUpdate{{Type: "setMode", Mode: wire, Destination: "session"}}
 		err = ch.finish(p, "allow", "user", func(s *chat.Session) error { return s.Allow(p.req.RequestID, rawOrEmpty(p.req.Input), perms) })
 	case p.kind == "question":
 		var m map[string]any
@@ -498,4 +514,120 @@ func splitLines(s string) []string {
 		return nil
 	}
 	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+}
+
+// What a permission prompt shows must be what a key press allows. The
+// input is shown whole, each line made displayable, runs of blank lines
+// collapsed into a line that says so; an input longer than these limits
+// does not fit, is shown as its start and its end, and Lua refuses to
+// allow it from the chat (fits false).
+const (
+	permLineMax  = 500 // characters of one line of the input
+	permLinesMax = 150 // shown lines of the input
+	permEndLines = 20  // of an input that does not fit: lines shown of each end
+)
+
+// permView is a permission request as the chat (and the sessions panel)
+// shows it.
+type permView struct {
+	summary string   // one line: tool and input, e.g. "Bash: a … b (82 lines)"
+	body    []string // the input, displayable lines
+	lines   int      // lines of the input's main text (a command: its lines)
+	fits    bool     // body shows all of the input
+}
+
+// viewOf is the view of a request of kind (edits, plans and questions
+// show their input their own way: body empty, fits true).
+func viewOf(e chat.PermissionRequestEvent, kind, cwd string) permView {
+	v := permView{summary: summaryOf(e.ToolName, e.Input, cwd), fits: true}
+	switch kind {
+	case "bash":
+		var in struct {
+			Command string `json:"command"`
+		}
+		_ = json.Unmarshal(e.Input, &in)
+		cmd := strings.TrimRight(strings.ReplaceAll(in.Command, "\r\n", "\n"), "\n")
+		v.lines = strings.Count(cmd, "\n") + 1
+		shown, fits := textView(cmd)
+		for i, l := range shown {
+			if i == 0 {
+				v.body = append(v.body, "$ "+l)
+			} else {
+				v.body = append(v.body, "  "+l)
+			}
+		}
+		if v.lines > 1 {
+			v.body = append([]string{fmt.Sprintf("(a command of %d lines)", v.lines)}, v.body...)
+		}
+		v.fits = fits
+	case "other":
+		var in map[string]json.RawMessage
+		if json.Unmarshal(e.Input, &in) != nil {
+			break
+		}
+		keys := make([]string, 0, len(in))
+		for k := range in {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			var s string
+			if json.Unmarshal(in[k], &s) != nil {
+				s = string(in[k])
+			}
+			shown, fits := textView(s)
+			v.fits = v.fits && fits
+			if len(shown) == 1 {
+				v.body = append(v.body, display.Line(k, 80)+": "+shown[0])
+				continue
+			}
+			v.body = append(v.body, display.Line(k, 80)+":")
+			for _, l := range shown {
+				v.body = append(v.body, "  "+l)
+			}
+		}
+	}
+	if e.Description != "" && kind != "plan" {
+		// The model's own words about the call, beside (never instead
+		// of) the call itself.
+		for i, l := range display.Lines(e.Description, permLineMax, 10) {
+			if i == 0 {
+				l = "Claude says: " + l
+			} else {
+				l = "  " + l
+			}
+			v.body = append(v.body, l)
+		}
+	}
+	if !v.fits {
+		v.body = append(v.body, "(too long to show in full here: it cannot be allowed from the chat)")
+	}
+	return v
+}
+
+// textView is s as displayable lines (blank runs collapsed, visibly) and
+// whether they show all of it; what does not fit is shown as its first
+// and last lines around a line saying how many are left out.
+func textView(s string) ([]string, bool) {
+	fits := true
+	for _, l := range strings.Split(s, "\n") {
+		if utf8.RuneCountInString(l) > permLineMax {
+			fits = false
+			break
+		}
+	}
+	lines := display.Lines(s, permLineMax, 0)
+	if len(lines) > permLinesMax {
+		fits = false
+		left := len(lines) - 2*permEndLines
+		cut := append([]string{}, lines[:permEndLines]...)
+		cut = append(cut, fmt.Sprintf("⋮ %d lines not shown", left))
+		lines = append(cut, lines[len(lines)-permEndLines:]...)
+	}
+	return lines, fits
+}
+
+// summaryOf is a tool call's one-line summary, displayable.
+func summaryOf(tool string, input json.RawMessage, cwd string) string {
+	return display.Line(chat.RelSummary(tool, input, cwd), 240)
 }

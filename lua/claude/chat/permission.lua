@@ -3,6 +3,7 @@
 -- the CLI (and, for a diff-backed Edit/Write, reads the proposal buffer).
 local config = require("claude.config")
 local render = require("claude.chat.render")
+local display = require("claude.util").display
 
 local api = vim.api
 
@@ -60,8 +61,9 @@ local PREVIEW_LINES = 12 -- per old/new text
 local PREVIEW_TOTAL = 60 -- in all
 local PREVIEW_WIDTH = 200
 
--- capped lines of s, each prefixed; a note says how many were left out.
-local function head(s, prefix, max)
+-- capped lines of s, each prefixed and displayable; a note says how many
+-- were left out, and cut.any is set when anything was.
+local function head(s, prefix, max, cut)
   local out = {}
   local ls = lines_of(s)
   if ls[#ls] == "" and #ls > 1 then
@@ -69,13 +71,14 @@ local function head(s, prefix, max)
   end
   for i, l in ipairs(ls) do
     if i > max then
+      cut.any = true
       table.insert(out, string.format("%s… %d more line%s", prefix, #ls - max, #ls - max == 1 and "" or "s"))
       break
     end
-    if #l > PREVIEW_WIDTH then
-      l = l:sub(1, PREVIEW_WIDTH) .. "…"
+    if vim.fn.strchars(l) > PREVIEW_WIDTH then
+      cut.any = true
     end
-    table.insert(out, prefix .. l)
+    table.insert(out, prefix .. display(l, PREVIEW_WIDTH))
   end
   return out
 end
@@ -86,7 +89,7 @@ end
 
 -- edit_preview: what an Edit/Write/MultiEdit would change, for a prompt
 -- without the diff review (it could not be opened).
-local function edit_preview(input)
+local function edit_preview(input, cut)
   local out = {} -- the heading names the file already
   local function edit(e, n)
     if n then
@@ -94,12 +97,12 @@ local function edit_preview(input)
     elseif e.replace_all == true then
       table.insert(out, "(all occurrences)")
     end
-    vim.list_extend(out, head(str(e.old_string) or "", "- ", PREVIEW_LINES))
-    vim.list_extend(out, head(str(e.new_string) or "", "+ ", PREVIEW_LINES))
+    vim.list_extend(out, head(str(e.old_string) or "", "- ", PREVIEW_LINES, cut))
+    vim.list_extend(out, head(str(e.new_string) or "", "+ ", PREVIEW_LINES, cut))
   end
   if str(input.content) then
     table.insert(out, "content:")
-    vim.list_extend(out, head(input.content, "  ", PREVIEW_LINES * 2))
+    vim.list_extend(out, head(input.content, "  ", PREVIEW_LINES * 2, cut))
   elseif type(input.edits) == "table" then
     for i, e in ipairs(input.edits) do
       if type(e) == "table" then
@@ -110,6 +113,7 @@ local function edit_preview(input)
     edit(input)
   end
   if #out > PREVIEW_TOTAL then
+    cut.any = true
     local n = #out - PREVIEW_TOTAL
     out = vim.list_slice(out, 1, PREVIEW_TOTAL)
     table.insert(out, string.format("… %d more line%s", n, n == 1 and "" or "s"))
@@ -117,43 +121,44 @@ local function edit_preview(input)
   return out
 end
 
+-- body: the lines that show what answering allows, and whether they show
+-- all of it. The host sends the input as shown (d.body: displayable, blank
+-- runs collapsed, d.fits false when it is too long to show whole); edits
+-- without a diff review, plans and questions are shown here.
 local function body(d)
   local out = {}
+  local cut = { any = d.fits == false }
   local input = type(d.input) == "table" and d.input or {}
   if d.kind == "edit" then
     if d.diff then
       table.insert(out, "The diff review is open: accept or reject it there (edit the proposal first if you like), or answer here.")
     else
-      vim.list_extend(out, edit_preview(input))
-    end
-  elseif d.kind == "bash" then
-    for i, l in ipairs(lines_of(input.command)) do
-      table.insert(out, (i == 1 and "$ " or "  ") .. l)
+      vim.list_extend(out, edit_preview(input, cut))
     end
   elseif d.kind == "plan" then
     table.insert(out, "The plan is open in a buffer: add your comments there and :w sends them, or answer here.")
   elseif d.kind == "question" then
     for _, q in ipairs(d.questions or {}) do
-      table.insert(out, "? " .. tostring(q.question))
+      table.insert(out, "? " .. display(q.question))
       for _, o in ipairs(q.options or {}) do
-        local desc = o.description and o.description ~= vim.NIL and o.description ~= "" and (" — " .. o.description) or ""
-        table.insert(out, "  - " .. tostring(o.label) .. desc)
+        local desc = o.description and o.description ~= vim.NIL and o.description ~= "" and (" — " .. display(o.description)) or ""
+        table.insert(out, "  - " .. display(o.label) .. desc)
       end
     end
   end
-  local desc = d.description
-  if desc and desc ~= vim.NIL and desc ~= "" and d.kind ~= "plan" then
-    for _, l in ipairs(lines_of(desc)) do
-      table.insert(out, l)
+  if type(d.body) == "table" then
+    for _, l in ipairs(d.body) do
+      table.insert(out, display(l))
     end
   end
-  return out
+  return out, cut.any
 end
 
 --- Shows a permission prompt at the end of the transcript.
 function M.show(chat, d)
-  local lines = { "⚠ Permission: " .. tostring(d.summary or d.display_name or d.tool) }
-  vim.list_extend(lines, body(d))
+  local lines = { "⚠ Permission: " .. display(d.summary or d.display_name or d.tool) }
+  local shown, cut = body(d)
+  vim.list_extend(lines, shown)
   table.insert(lines, help_line(d.kind))
   for i, l in ipairs(lines) do
     lines[i] = "┃ " .. l
@@ -168,6 +173,7 @@ function M.show(chat, d)
     id = d.request_id,
     start = render.mark(chat, row),
     help = render.mark(chat, row + #lines - 1),
+    cut = cut, -- the block does not show all of the input
   }
   chat.perms[d.request_id] = p
   table.insert(chat.pending, d.request_id)
@@ -270,6 +276,8 @@ function M.jump(chat)
     if api.nvim_win_get_buf(win) == chat.tbuf then
       api.nvim_set_current_win(win)
       api.nvim_win_set_cursor(win, { row + 1, 0 })
+      -- the block from its top, as much of it as the window holds
+      pcall(vim.cmd, "normal! zvzt")
       return true
     end
   end
@@ -395,10 +403,18 @@ local function approve_plan(chat, p, mode)
     send(mode)
     return
   end
-  vim.ui.select({ "default", "acceptEdits" }, {
+  -- every mode of the CLI but plan, as its own plan dialog offers
+  local main = require("claude.chat")
+  local modes = {}
+  for _, m in ipairs(type(chat.modes) == "table" and #chat.modes > 0 and chat.modes or main.MODES) do
+    if m ~= "plan" then
+      table.insert(modes, m)
+    end
+  end
+  vim.ui.select(modes, {
     prompt = "Approve the plan and continue in mode",
     format_item = function(m)
-      return m == "default" and "default (ask before edits)" or "acceptEdits (apply edits without asking)"
+      return m .. (main.MODE_HELP[m] and (" (" .. main.MODE_HELP[m] .. ")") or "")
     end,
   }, send)
 end
@@ -430,6 +446,61 @@ local function deny_plan(chat, p)
     return
   end
   deny_with_reason(chat, p, "What should change in the plan? ")
+end
+
+-- in_view: whether the current window (the transcript's) shows all of
+-- p's block, no line of it scrolled away or folded.
+local function in_view(chat, p)
+  local s, e = render.mark_row(chat, p.start), render.mark_row(chat, p.help)
+  if not (s and e) then
+    return false
+  end
+  if s + 1 < vim.fn.line("w0") or e + 1 > vim.fn.line("w$") then
+    return false
+  end
+  for l = s + 1, e + 1 do
+    if vim.fn.foldclosed(l) ~= -1 then
+      return false
+    end
+  end
+  return true
+end
+
+-- may_allow: whether allowing p from here allows only what the user can
+-- see. What is allowed must be on screen when the key is pressed: a block
+-- that is not shown whole is brought into view (folds opened, scrolled)
+-- and this press allows nothing; one that cannot be shown whole (too long
+-- for the chat, or taller than the window) cannot be allowed from here.
+local function may_allow(chat, p)
+  if p.d.diff then
+    return true -- the diff review shows the change, and the answer takes it from there
+  end
+  local what = p.d.lines and p.d.lines > 1 and string.format("this request (a command of %d lines)", p.d.lines) or "this request"
+  if p.cut then
+    notify(
+      "nvim-claude: "
+        .. what
+        .. " is too long to show in the chat in full, so it cannot be allowed from here; deny it (with a reason, e.g. to split it up)",
+      vim.log.levels.WARN
+    )
+    return false
+  end
+  if in_view(chat, p) then
+    return true
+  end
+  local s = render.mark_row(chat, p.start)
+  local win = api.nvim_get_current_win()
+  api.nvim_win_set_cursor(win, { s + 1, 0 })
+  pcall(vim.cmd, "normal! zvzt")
+  if in_view(chat, p) then
+    notify("nvim-claude: the whole request is on screen now: read it, then press the key again to answer", vim.log.levels.WARN)
+  else
+    notify(
+      "nvim-claude: " .. what .. " does not fit in this window, so it cannot be allowed from here: make the window taller and press the key again, or deny it",
+      vim.log.levels.WARN
+    )
+  end
+  return false
 end
 
 --- Answers the prompt under the cursor; with the cursor elsewhere it
@@ -464,6 +535,8 @@ function M.answer(chat, choice)
   end
   if choice == "deny" then
     deny_with_reason(chat, p)
+  elseif not may_allow(chat, p) then
+    return
   elseif choice == "session" or choice == "project" then
     M.respond(chat, p, { behavior = "allow", scope = choice })
   else
@@ -497,7 +570,7 @@ function M.open_plan(chat, p)
       callback = function()
         local comments = plan_comments(p)
         if not comments then
-          notify("nvim-claude: the plan is unchanged; approve it with ga (or gA for acceptEdits)", vim.log.levels.WARN)
+          notify("nvim-claude: the plan is unchanged; approve it with ga (manual mode) or gA (acceptEdits)", vim.log.levels.WARN)
           return
         end
         vim.bo[buf].modified = false
@@ -509,7 +582,7 @@ function M.open_plan(chat, p)
         approve_plan(chat, p, mode)
       end
     end
-    vim.keymap.set("n", "ga", approve("default"), { buffer = buf, desc = "nvim-claude: approve the plan" })
+    vim.keymap.set("n", "ga", approve("manual"), { buffer = buf, desc = "nvim-claude: approve the plan (manual mode)" })
     vim.keymap.set("n", "gA", approve("acceptEdits"), {
       buffer = buf,
       desc = "nvim-claude: approve the plan and accept edits",

@@ -367,10 +367,23 @@ function M.fork(chat)
   end
   local new = main._adopt(res)
   main.show(new, true)
+  -- The message is in the prompt at once, ready to edit while the fork's
+  -- CLI starts. The CLI's own text of it (once it has gone back to the
+  -- message) replaces it only in a prompt nobody has touched since: never
+  -- a draft typed meanwhile, nor a prompt already sent.
+  local prompt = require("claude.chat.prompt")
+  local prefilled
+  if u and type(u.text) == "string" and u.text ~= "" then
+    prompt.set_text(new, u.text)
+    prefilled = prompt.text(new)
+  end
   main.when_ready(new, function(d)
     M.load_history(new)
-    if d.prefill and d.prefill ~= vim.NIL then
-      require("claude.chat.prompt").set_text(new, d.prefill)
+    if d.prefill and d.prefill ~= vim.NIL and d.prefill ~= "" then
+      local now = prompt.text(new)
+      if now == prefilled or (prefilled == nil and now == "") then
+        prompt.set_text(new, d.prefill)
+      end
     end
   end)
   return new
