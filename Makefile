@@ -27,7 +27,7 @@ GO_SOURCES := $(shell GO=$(GO) scripts/go-files host)
 NVIM_PKGS = $(shell GO=$(GO) scripts/go-files nvim)
 PURE_PKGS = $(shell GO=$(GO) scripts/go-files pure)
 
-.PHONY: all build run test test-deps test-latest vet bench soak fuzz clean
+.PHONY: all build run test test-lua test-deps test-latest vet bench soak fuzz clean
 
 all: build
 
@@ -70,6 +70,13 @@ vet:
 # line per package as it finishes and a summary table at the end.
 test: test-deps vet build
 	@NVIM_LINES="$(NVIM_LINES)" PURE_PKGS="$(PURE_PKGS)" NVIM_PKGS="$(NVIM_PKGS)" scripts/test-all
+
+# The pure-Lua tests (tests/*_test.lua: options, text made displayable,
+# :Claude's subcommands, …) in nvim -l: a second or so, no host, no CLI.
+# make test runs them on every Neovim line too (TestPureLua).
+test-lua:
+	@nvim=$$(command -v nvim >/dev/null && nvim -l /dev/null 2>/dev/null && command -v nvim || scripts/get-nvim 0.12) && \
+	"$$nvim" -l tests/run.lua $(TESTS)
 
 # The end-to-end packages against npm's newest CLI, on Neovim 0.12 only
 # (a few minutes): run it when a new CLI appears (README: "When a new CLI

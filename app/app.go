@@ -17,9 +17,9 @@ import (
 	"os"
 
 	"github.com/nvim-claude/nvim-claude/app/core"
-	"github.com/nvim-claude/nvim-claude/app/host"
 	"github.com/nvim-claude/nvim-claude/chatpanel"
 	"github.com/nvim-claude/nvim-claude/edtools"
+	"github.com/nvim-claude/nvim-claude/host"
 	"github.com/nvim-claude/nvim-claude/ide/editorcontext"
 	"github.com/nvim-claude/nvim-claude/ide/selection"
 	"github.com/nvim-claude/nvim-claude/kernel"
@@ -28,6 +28,7 @@ import (
 	"github.com/nvim-claude/nvim-claude/review"
 	"github.com/nvim-claude/nvim-claude/reviewq"
 	"github.com/nvim-claude/nvim-claude/sessions"
+	"github.com/nvim-claude/nvim-claude/workspace"
 )
 
 // Version is the version of the binary and of the Lua side it ships with
@@ -63,20 +64,23 @@ func New(opts Options) *App {
 	if opts.Editor != nil {
 		emitter = opts.Editor
 	}
+	ws := workspace.New()
 	return core.New(core.Options{
 		Editor:    emitter,
 		Logger:    opts.Logger,
 		Version:   Version,
 		NewServer: opts.NewServer,
-		Features:  func(h host.Host) []host.Feature { return Features(h, opts.Editor) },
+		Workspace: ws,
+		Features:  func(h host.Host) []host.Feature { return Features(h, ws, opts.Editor) },
 	})
 }
 
 // Features builds the features on h and ed and gives each the peers it
-// declares.
-func Features(h host.Host, ed Editor) []host.Feature {
+// declares; ws is h's workspace, whose folders only the editor context
+// changes.
+func Features(h host.Host, ws *workspace.Workspace, ed Editor) []host.Feature {
 	sel := selection.New(h, ed)
-	ctx := editorcontext.New(h, ed, Version)
+	ctx := editorcontext.New(h, ed, ws, Version)
 	rev := review.New(h, ed)
 	sess := sessions.New(h)
 	tools := edtools.New(h, ed, edtools.Peers{

@@ -16,9 +16,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
-	"github.com/nvim-claude/nvim-claude/app/host"
 	"github.com/nvim-claude/nvim-claude/chat"
 	"github.com/nvim-claude/nvim-claude/display"
+	"github.com/nvim-claude/nvim-claude/host"
+	"github.com/nvim-claude/nvim-claude/verdict"
 )
 
 // Editor is what the chat panel needs from Neovim: events delivered to
@@ -33,10 +34,10 @@ type Reviewer interface {
 	// Begin registers a proposal's review at once (a decision from the
 	// chat finds it from then on); its Wait shows it and waits for the
 	// user's verdict.
-	Begin(r host.ReviewRequest) host.PendingReview
+	Begin(r verdict.Request) verdict.Pending
 	// DecideOwned ends owner's pending diff named tabName as if the user
 	// had decided in Neovim; false when none was pending.
-	DecideOwned(ctx context.Context, owner, tabName string, v host.Verdict) bool
+	DecideOwned(ctx context.Context, owner, tabName string, v verdict.Verdict) bool
 }
 
 // EditorTools is the `nvim` MCP server a chat's CLI may be given

@@ -12,9 +12,9 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"github.com/nvim-claude/nvim-claude/app/host"
 	"github.com/nvim-claude/nvim-claude/chat"
 	"github.com/nvim-claude/nvim-claude/display"
+	"github.com/nvim-claude/nvim-claude/verdict"
 )
 
 // chatPerm is one open can_use_tool request of a chat.
@@ -179,7 +179,7 @@ func (ch *chatProc) owner() string { return "chat:" + ch.id }
 func (ch *chatProc) startReview(p *chatPerm) {
 	ctx, cancel := context.WithCancel(ch.ctx)
 	p.cancel = cancel
-	pending := ch.c.peers.Review.Begin(host.ReviewRequest{Owner: ch.owner(), TabName: p.tabName, OldPath: p.path,
+	pending := ch.c.peers.Review.Begin(verdict.Request{Owner: ch.owner(), TabName: p.tabName, OldPath: p.path,
 		NewPath: p.path, Contents: p.proposal})
 	ch.wg.Add(1)
 	go func() {
@@ -202,7 +202,7 @@ func (ch *chatProc) startReview(p *chatPerm) {
 		}
 		scope, msg := p.scope, p.denyMsg
 		p.mu.Unlock()
-		if ans.Text == host.VerdictAccepted {
+		if ans.Text == verdict.Accepted {
 			if err := ch.allowEdit(p, ans.Contents, scope, by); err != nil {
 				ch.system("error", "Answering the CLI failed: "+err.Error())
 			}
@@ -401,13 +401,13 @@ func (ch *chatProc) handlePermission(ctx context.Context, a permParams) (any, er
 // when it sent none); deny rejects it. The review goroutine then answers
 // the CLI.
 func (ch *chatProc) decideDiff(ctx context.Context, p *chatPerm, a permParams) (any, error) {
-	ans := host.Verdict{Text: host.VerdictRejected}
+	ans := verdict.Verdict{Text: verdict.Rejected}
 	if a.Behavior == "allow" {
 		text := p.proposal
 		if a.Proposal != nil {
 			text = *a.Proposal
 		}
-		ans = host.Verdict{Text: host.VerdictAccepted, Contents: text}
+		ans = verdict.Verdict{Text: verdict.Accepted, Contents: text}
 	}
 	p.mu.Lock()
 	p.scope, p.denyMsg, p.byUser = a.Scope, a.Message, true

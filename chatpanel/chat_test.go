@@ -17,15 +17,16 @@ import (
 	"time"
 
 	"github.com/nvim-claude/nvim-claude/app/core"
-	"github.com/nvim-claude/nvim-claude/app/host"
 	"github.com/nvim-claude/nvim-claude/chat"
 	"github.com/nvim-claude/nvim-claude/edtools"
+	"github.com/nvim-claude/nvim-claude/host"
 	"github.com/nvim-claude/nvim-claude/ide/editorcontext"
 	"github.com/nvim-claude/nvim-claude/internal/clienv"
 	"github.com/nvim-claude/nvim-claude/internal/fakeapi"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 	"github.com/nvim-claude/nvim-claude/nvimbridge/nvimtest"
 	"github.com/nvim-claude/nvim-claude/review"
+	"github.com/nvim-claude/nvim-claude/workspace"
 )
 
 // chatRecorder is the App's Editor with the chat events kept in Go
@@ -137,8 +138,9 @@ vim.cmd("edit main.txt")`})
 	t.Cleanup(b.CloseProposals)
 	rec := &chatRecorder{Editor: b, b: b, changed: make(chan struct{})}
 	var cs *Panel
-	app := core.New(core.Options{Editor: rec, Features: func(h host.Host) []host.Feature {
-		ctx := editorcontext.New(h, b, "test")
+	ws := workspace.New()
+	app := core.New(core.Options{Editor: rec, Workspace: ws, Features: func(h host.Host) []host.Feature {
+		ctx := editorcontext.New(h, b, ws, "test")
 		rev := review.New(h, b)
 		tools := edtools.New(h, b, edtools.Peers{Review: rev, Paths: ctx}, "test")
 		cs = New(h, rec, Peers{Review: rev, Tools: tools})

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/nvim-claude/nvim-claude/app/host"
+	"github.com/nvim-claude/nvim-claude/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/workspace"
 )
@@ -145,7 +145,7 @@ func (e *Tools) openFileAtTool() mcp.Tool {
 // put through the boundary (these tools return the file's text).
 func (e *Tools) fileAt(ctx context.Context, req *mcp.ToolRequest, needLine bool) (posArgs, Editor, string, error) {
 	var a posArgs
-	if err := host.DecodeArgs(req.Arguments, &a); err != nil {
+	if err := mcp.DecodeArgs(req.Arguments, &a); err != nil {
 		return a, nil, "", err
 	}
 	switch {

@@ -10,9 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nvim-claude/nvim-claude/app/host"
+	"github.com/nvim-claude/nvim-claude/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
+	"github.com/nvim-claude/nvim-claude/verdict"
 	"github.com/nvim-claude/nvim-claude/workspace"
 )
 
@@ -61,7 +62,7 @@ func (e *Tools) applyCodeActionTool() mcp.Tool {
 
 func (e *Tools) applyCodeAction(ctx context.Context, req *mcp.ToolRequest) (*mcp.ToolResult, error) {
 	var a codeActionArgs
-	if err := host.DecodeArgs(req.Arguments, &a); err != nil {
+	if err := mcp.DecodeArgs(req.Arguments, &a); err != nil {
 		return nil, err
 	}
 	action, err := actionArg(a.Action)
@@ -114,16 +115,16 @@ func (e *Tools) applyCodeAction(ctx context.Context, req *mcp.ToolRequest) (*mcp
 
 	// The review: one diff per file, one after the other.
 	n := e.seq.Add(1)
-	type verdict struct {
+	type answer struct {
 		accepted bool
 		edited   bool // the user changed the proposal before accepting
 		how      string
 	}
-	verdicts := make([]verdict, len(r.Edits))
+	verdicts := make([]answer, len(r.Edits))
 	var accepted []nvimbridge.LSPFileEdit
 	for i, f := range r.Edits {
 		rel := e.rel(f.Path)
-		ans, err := dc.Review(ctx, host.ReviewRequest{
+		ans, err := dc.Review(ctx, verdict.Request{
 			Owner:    "edtools:" + req.Client.ID,
 			TabName:  fmt.Sprintf("[Claude Code] %s (%d/%d) %s #%d", filepath.Base(f.Path), i+1, len(r.Edits), r.Action.Title, n),
 			OldPath:  f.Path,
@@ -135,14 +136,14 @@ func (e *Tools) applyCodeAction(ctx context.Context, req *mcp.ToolRequest) (*mcp
 			return nil, fmt.Errorf("apply_code_action: review of %s ended: %w; nothing was applied", rel, err)
 		}
 		switch ans.Text {
-		case host.VerdictAccepted:
+		case verdict.Accepted:
 			f.After = ans.Contents
-			verdicts[i] = verdict{accepted: true, edited: !sameText(ans.Contents, r.Edits[i].After)}
+			verdicts[i] = answer{accepted: true, edited: !sameText(ans.Contents, r.Edits[i].After)}
 			accepted = append(accepted, f)
-		case host.VerdictRejected:
-			verdicts[i] = verdict{how: "rejected"}
+		case verdict.Rejected:
+			verdicts[i] = answer{how: "rejected"}
 		default:
-			verdicts[i] = verdict{how: "closed without a decision"}
+			verdicts[i] = answer{how: "closed without a decision"}
 		}
 	}
 

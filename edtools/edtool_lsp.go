@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nvim-claude/nvim-claude/app/host"
+	"github.com/nvim-claude/nvim-claude/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 	"github.com/nvim-claude/nvim-claude/workspace"
@@ -97,7 +97,7 @@ func (e *Tools) lspTool(op, desc, schema string, format lspFormatter) mcp.Tool {
 		InputSchema: json.RawMessage(schema),
 		Handler: func(ctx context.Context, req *mcp.ToolRequest) (*mcp.ToolResult, error) {
 			var a posArgs
-			if err := host.DecodeArgs(req.Arguments, &a); err != nil {
+			if err := mcp.DecodeArgs(req.Arguments, &a); err != nil {
 				return nil, err
 			}
 			q, err := e.query(ctx, op, a)
@@ -117,7 +117,7 @@ func (e *Tools) lspTool(op, desc, schema string, format lspFormatter) mcp.Tool {
 			if r.Error != "" {
 				return mcp.ErrorResult("%s", r.Error), nil
 			}
-			withheld := withhold(&r, e.h.Workspace().Boundary().Denied)
+			withheld := withhold(&r, e.h.Workspace().Files().Denied)
 			text := format(e, q, r)
 			if withheld > 0 {
 				text += fmt.Sprintf("\n(%s in deny-listed files withheld: security.deny)", plural(withheld, "result", "results"))

@@ -11,10 +11,11 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/nvim-claude/nvim-claude/app/host"
 	"github.com/nvim-claude/nvim-claude/edtools/discovery"
+	"github.com/nvim-claude/nvim-claude/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
+	"github.com/nvim-claude/nvim-claude/verdict"
 	"github.com/nvim-claude/nvim-claude/workspace"
 )
 
@@ -65,7 +66,7 @@ const edtoolsInstructions = "Tools of the Neovim the user is editing in: its lan
 // Reviewer is the diff review the editor tools put a code action's edits
 // before (review.Reviews).
 type Reviewer interface {
-	Review(ctx context.Context, r host.ReviewRequest) (host.Verdict, error)
+	Review(ctx context.Context, r verdict.Request) (verdict.Verdict, error)
 }
 
 // Paths checks a path a client names by the one rule of every tool
@@ -137,12 +138,23 @@ func (e *Tools) Hooks() host.Hooks {
 
 // setOptions takes setup()'s editor_tools (whenever Lua sends them);
 // the next "edtools" request applies them.
-func (e *Tools) setOptions(o host.Options) {
+func (e *Tools) setOptions(o host.Options) error {
+	var t Options
+	if err := o.Decode("editor_tools", &t); err != nil {
+		return err
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.enabled = o.EditorTools.Enable
-	e.allowList = append([]string(nil), o.EditorTools.Allow...)
-	e.allowAll = o.EditorTools.Allow == nil
+	e.enabled = t.Enable
+	e.allowList = append([]string(nil), t.Allow...)
+	e.allowAll = t.Allow == nil
+	return nil
+}
+
+// Options are setup()'s editor_tools table.
+type Options struct {
+	Enable bool     `json:"enable"`
+	Allow  []string `json:"allow"` // nil: every tool
 }
 
 // EdtoolsInfo is what Lua needs to register the server with a CLI.

@@ -11,14 +11,15 @@ import (
 	"time"
 
 	"github.com/nvim-claude/nvim-claude/app/core"
-	"github.com/nvim-claude/nvim-claude/app/host"
 	"github.com/nvim-claude/nvim-claude/edtools/discovery"
+	"github.com/nvim-claude/nvim-claude/host"
 	"github.com/nvim-claude/nvim-claude/ide/editorcontext"
 	"github.com/nvim-claude/nvim-claude/ide/selection"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 	"github.com/nvim-claude/nvim-claude/nvimbridge/nvimtest"
 	"github.com/nvim-claude/nvim-claude/review"
+	"github.com/nvim-claude/nvim-claude/workspace"
 )
 
 // The bridge must answer the editor tools (main.go hands it over as the
@@ -107,9 +108,10 @@ func startEdHarness(t *testing.T, gopls bool) *edHarness {
 	// The editor tools with the peers app gives them: the diff review
 	// (apply_code_action), the path rule and the IDE server's tools.
 	var e *Tools
-	app := core.New(core.Options{Editor: b, Features: func(h host.Host) []host.Feature {
+	ws := workspace.New()
+	app := core.New(core.Options{Editor: b, Workspace: ws, Features: func(h host.Host) []host.Feature {
 		sel := selection.New(h, b)
-		ctx := editorcontext.New(h, b, "test")
+		ctx := editorcontext.New(h, b, ws, "test")
 		rev := review.New(h, b)
 		e = New(h, b, Peers{Review: rev, Paths: ctx, IDETools: func() []mcp.Tool {
 			return []mcp.Tool{ctx.OpenEditorsTool(), ctx.WorkspaceFoldersTool(), ctx.CheckDocumentDirtyTool(), sel.CurrentSelectionTool()}
@@ -121,7 +123,7 @@ func startEdHarness(t *testing.T, gopls bool) *edHarness {
 	if err := app.Register(b); err != nil {
 		t.Fatal(err)
 	}
-	app.Workspace().SetCwd(dir)
+	ws.SetCwd(dir)
 	h := &edHarness{Nvim: n, app: app, ed: e, dir: dir}
 	if gopls {
 		bin := nvimtest.Gopls(t)
@@ -324,11 +326,11 @@ func TestEditorToolsOptions(t *testing.T) {
 		t.Helper()
 		// Lua sends the options (setup()); its terminal.attach()
 		// then asks for the server.
-		var o host.EditorToolsOptions
-		if err := json.Unmarshal([]byte(cfg), &o); err != nil {
+		var o host.Options
+		if err := json.Unmarshal([]byte(`{"editor_tools":`+cfg+`}`), &o); err != nil {
 			t.Fatal(err)
 		}
-		h.ed.setOptions(host.Options{EditorTools: o})
+		h.ed.setOptions(o)
 		res, err := host.Request("edtools", h.ed.handleConfig)(context.Background(), nil)
 		if err != nil {
 			t.Fatal(err)

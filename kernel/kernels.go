@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nvim-claude/nvim-claude/app/host"
+	"github.com/nvim-claude/nvim-claude/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 )
@@ -46,7 +46,7 @@ type executeOptions struct {
 
 // resolveExecuteOptions turns the user's execute options (as Lua
 // validated them: none is negative) into a run's.
-func resolveExecuteOptions(o host.ExecuteOptions) executeOptions {
+func resolveExecuteOptions(o ExecuteOptions) executeOptions {
 	return executeOptions{
 		confirm:   o.Confirm,
 		timeout:   time.Duration(max(o.TimeoutMS, 0) * float64(time.Millisecond)),
@@ -56,11 +56,25 @@ func resolveExecuteOptions(o host.ExecuteOptions) executeOptions {
 }
 
 // setOptions takes the user's options (whenever Lua sends them).
-func (c *Kernels) setOptions(o host.Options) {
+func (c *Kernels) setOptions(o host.Options) error {
+	var e ExecuteOptions
+	if err := o.Decode("execute", &e); err != nil {
+		return err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e := o.Execute
 	c.opts = &e
+	return nil
+}
+
+// ExecuteOptions are setup()'s execute table, as the host needs it.
+type ExecuteOptions struct {
+	// Numbers are float64 as Lua's are: a fractional value never fails the
+	// whole request.
+	Confirm   bool    `json:"confirm"`    // ask before each run
+	TimeoutMS float64 `json:"timeout_ms"` // 0: no limit
+	MaxOutput float64 `json:"max_output"` // characters kept per run; 0: no cap
+	Python    string  `json:"python"`     // "": python3, then /usr/bin/python3
 }
 
 // options are the execute options, or false before any start request
@@ -94,7 +108,7 @@ type Kernels struct {
 	log *slog.Logger
 
 	mu      sync.Mutex
-	opts    *host.ExecuteOptions // nil until Lua sent the options
+	opts    *ExecuteOptions // nil until Lua sent the options
 	bufs    map[int]*bufferKernel
 	python  string                 // the interpreter that worked last
 	always  map[string]bool        // CLI connections the user allowed to run without asking

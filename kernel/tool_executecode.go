@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nvim-claude/nvim-claude/app/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 )
@@ -40,7 +39,7 @@ func (c *Kernels) executeCode(ctx context.Context, req *mcp.ToolRequest) (*mcp.T
 	var args struct {
 		Code *string `json:"code"`
 	}
-	if err := host.DecodeArgs(req.Arguments, &args); err != nil {
+	if err := mcp.DecodeArgs(req.Arguments, &args); err != nil {
 		return nil, err
 	}
 	if args.Code == nil || strings.TrimSpace(*args.Code) == "" {

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 )
@@ -60,4 +61,32 @@ func (r *ToolRequest) StringArg(name string) (s string, ok bool, err error) {
 		return unquote(raw), true, nil
 	}
 	return "", false, fmt.Errorf("invalid arguments: %s must be a string", name)
+}
+
+// DecodeArgs decodes tool arguments; a mismatch is an error the model can
+// act on ("invalid arguments: line must be a number").
+func DecodeArgs(raw json.RawMessage, v any) error {
+	if err := json.Unmarshal(raw, v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return fmt.Errorf("invalid arguments: %s must be %s", te.Field, JSONKind(te.Type.Kind().String()))
+		}
+		return fmt.Errorf("invalid arguments: %w", err)
+	}
+	return nil
+}
+
+// JSONKind names a Go kind the way a JSON schema would, with an article.
+func JSONKind(k string) string {
+	switch k {
+	case "bool":
+		return "a boolean"
+	case "slice", "array":
+		return "an array"
+	case "map", "struct", "ptr":
+		return "an object"
+	case "int", "int64", "float64":
+		return "a number"
+	}
+	return "a " + k
 }

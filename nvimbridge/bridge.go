@@ -3,36 +3,30 @@
 //
 // Every exchange with Neovim crosses as a single JSON string: Lua requests
 // arrive as one JSON argument and get one JSON string back, and Go calls into
-// the embedded Lua module (lua/bridge.lua) with one JSON argument and decode a
-// JSON reply. A compound query is one Lua function, so it costs one round
+// the plugin's Lua module claude.bridge (lua/claude/bridge/) with one JSON
+// argument and decodes a JSON reply. A compound query is one Lua function, so it costs one round
 // trip, and large results (whole buffers) stay one msgpack string instead of
 // a table of thousands of small objects.
 package nvimbridge
 
 import (
 	"context"
-	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 	"time"
 	"unsafe"
 
 	"github.com/neovim/go-client/nvim"
 )
 
-// luaFiles holds bridge.lua (the core) and one file per area of editor
-// facts; each area file is a chunk that receives the core's function table
-// as `...` and adds its functions to it.
-//
-//go:embed lua/*.lua
-var luaFiles embed.FS
-
-// moduleKey is where bridge.lua stores itself in package.loaded. The name is
-// not resolvable on 'runtimepath', which keeps it private to this binary.
+// moduleKey is where the loader keeps claude.bridge for this host's calls.
+// The bridge's Lua is the plugin's own (lua/claude/bridge/, one tree with
+// the modules it calls), not a copy inside the binary: the "options"
+// handshake already refuses a host of another version, so the two cannot
+// drift apart.
 const moduleKey = "nvim-claude.bridge"
 
 // DefaultTimeout bounds a call into Neovim when the caller's context has no
@@ -275,7 +269,7 @@ func (b *Bridge) call(ctx context.Context, fn string, args any, result any, extr
 	return nil
 }
 
-// ensureLoaded installs bridge.lua into Neovim once per connection.
+// ensureLoaded loads claude.bridge into Neovim once per connection.
 func (b *Bridge) ensureLoaded(ctx context.Context) error {
 	select {
 	case b.loadSem <- struct{}{}:
@@ -286,47 +280,20 @@ func (b *Bridge) ensureLoaded(ctx context.Context) error {
 	if b.loaded {
 		return nil
 	}
-	code, err := loaderChunk()
-	if err != nil {
-		return err
-	}
-	if err := b.exec(ctx, code, nil); err != nil {
+	if err := b.exec(ctx, loaderChunk, nil); err != nil {
 		return fmt.Errorf("load bridge.lua: %w", err)
 	}
 	b.loaded = true
 	return nil
 }
 
-// loaderChunk is the Lua that installs the bridge: the core, then every area
-// file with the core's function table.
-func loaderChunk() (string, error) {
-	core, err := luaFiles.ReadFile("lua/bridge.lua")
-	if err != nil {
-		return "", fmt.Errorf("embedded bridge.lua: %w", err)
-	}
-	var sb strings.Builder
-	sb.WriteString("local M = (function()\n")
-	sb.Write(core)
-	sb.WriteString("\nend)()\n")
-	entries, err := luaFiles.ReadDir("lua")
-	if err != nil {
-		return "", fmt.Errorf("embedded lua: %w", err)
-	}
-	for _, e := range entries {
-		if e.Name() == "bridge.lua" {
-			continue
-		}
-		src, err := luaFiles.ReadFile("lua/" + e.Name())
-		if err != nil {
-			return "", fmt.Errorf("embedded %s: %w", e.Name(), err)
-		}
-		sb.WriteString("do (function(...)\n")
-		sb.Write(src)
-		sb.WriteString("\nend)(M.fns) end\n")
-	}
-	sb.WriteString(`package.loaded["` + moduleKey + `"] = M`)
-	return sb.String(), nil
-}
+// loaderChunk is the Lua that loads the bridge from the plugin's runtime
+// files, or says plainly that they are not there.
+const loaderChunk = `local ok, m = pcall(require, "claude.bridge")
+if not ok then
+  error("nvim-claude's Lua files are not on 'runtimepath': " .. tostring(m), 0)
+end
+package.loaded["` + moduleKey + `"] = m`
 
 // exec runs nvim_exec_lua bounded by ctx (or DefaultTimeout).
 func (b *Bridge) exec(ctx context.Context, code string, result any, args ...any) error {

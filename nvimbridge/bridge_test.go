@@ -13,7 +13,7 @@ import (
 )
 
 func TestCall(t *testing.T) {
-	n := nvimtest.Start(t, nvimtest.Options{NoPlugin: true})
+	n := nvimtest.Start(t, nvimtest.Options{})
 	b := nvimbridge.Wrap(n.Nvim, nil)
 	t.Cleanup(b.CloseProposals)
 	ctx := context.Background()
@@ -61,12 +61,11 @@ package.loaded["nvim-claude.bridge"].fns.slow = function() vim.fn.getchar() end`
 		})
 	}
 
-	// Without the plugin's Lua the bridge still loads and answers (above),
-	// its autocmds stay quiet, and a function that needs claude.editor says
-	// why it cannot.
-	n.Exec(t, `vim.cmd("edit " .. vim.fn.fnameescape(vim.fn.tempname())) vim.cmd("write")`)
-	var le *nvimbridge.LuaError
-	if err := b.Call(ctx, "ctx_editors", nil, nil); !errors.As(err, &le) || !strings.Contains(err.Error(), "not on 'runtimepath'") {
+	// Without the plugin's Lua on 'runtimepath' the bridge (lua/claude/bridge)
+	// cannot load, and every call says why.
+	bare := nvimbridge.Wrap(nvimtest.Start(t, nvimtest.Options{NoPlugin: true}).Nvim, nil)
+	t.Cleanup(bare.CloseProposals)
+	if err := bare.Call(ctx, "ctx_editors", nil, nil); err == nil || !strings.Contains(err.Error(), "not on 'runtimepath'") {
 		t.Fatalf("ctx_editors without the plugin's Lua: err = %v", err)
 	}
 
@@ -88,7 +87,7 @@ func mustJSON(v any) string {
 }
 
 func TestHandlersFromLua(t *testing.T) {
-	n := nvimtest.Start(t, nvimtest.Options{NoPlugin: true})
+	n := nvimtest.Start(t, nvimtest.Options{})
 	b := nvimbridge.Wrap(n.Nvim, nil)
 	t.Cleanup(b.CloseProposals)
 	got := make(chan json.RawMessage, 4)

@@ -9,9 +9,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nvim-claude/nvim-claude/app/host"
+	"github.com/nvim-claude/nvim-claude/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
+	"github.com/nvim-claude/nvim-claude/verdict"
 )
 
 // Editor is what diff review (openDiff, close_tab, closeAllDiffTabs)
@@ -37,10 +38,10 @@ const (
 const outcomeClosed = "closed"
 
 // verdictResult is openDiff's answer for a verdict (PROTOCOL.md §4).
-func verdictResult(a host.Verdict) *mcp.ToolResult {
-	if a.Text == host.VerdictAccepted {
+func verdictResult(a verdict.Verdict) *mcp.ToolResult {
+	if a.Text == verdict.Accepted {
 		return &mcp.ToolResult{Content: []mcp.Content{
-			{Type: "text", Text: host.VerdictAccepted},
+			{Type: "text", Text: verdict.Accepted},
 			{Type: "text", Text: a.Contents},
 		}}
 	}
@@ -54,11 +55,11 @@ type diffSession struct {
 	tabName string
 	client  string // the connection that asked: it alone gets the answer
 	file    string
-	answer  chan host.Verdict // buffered 1: the first answer wins
+	answer  chan verdict.Verdict // buffered 1: the first answer wins
 }
 
 // resolve hands the session its answer unless it has one already.
-func (s *diffSession) resolve(a host.Verdict) bool {
+func (s *diffSession) resolve(a verdict.Verdict) bool {
 	select {
 	case s.answer <- a:
 		return true
@@ -112,7 +113,7 @@ func (c *Reviews) add(client, tabName, file string) *diffSession {
 		tabName: tabName,
 		client:  client,
 		file:    file,
-		answer:  make(chan host.Verdict, 1),
+		answer:  make(chan verdict.Verdict, 1),
 	}
 	c.open[s.id] = s
 	return s
@@ -179,15 +180,15 @@ func (c *Reviews) handleDecision(ctx context.Context, raw json.RawMessage) (any,
 	if d.ID == "" {
 		return nil, errors.New("diff_decision: id is required")
 	}
-	var a host.Verdict
+	var a verdict.Verdict
 	switch d.Decision {
 	case "accept":
 		if d.Contents == nil {
 			return nil, fmt.Errorf("diff_decision: accept of %s without contents", d.ID)
 		}
-		a = host.Verdict{Text: host.VerdictAccepted, Contents: *d.Contents}
+		a = verdict.Verdict{Text: verdict.Accepted, Contents: *d.Contents}
 	case "reject":
-		a = host.Verdict{Text: host.VerdictRejected}
+		a = verdict.Verdict{Text: verdict.Rejected}
 	default:
 		return nil, fmt.Errorf("diff_decision: unknown decision %q for %s", d.Decision, d.ID)
 	}

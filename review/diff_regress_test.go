@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nvim-claude/nvim-claude/app/host"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
+	"github.com/nvim-claude/nvim-claude/verdict"
 )
 
 // diffComponent is the harness's diff review.
@@ -27,7 +27,7 @@ func TestDiffDecisionAfterHostEnded(t *testing.T) {
 	))
 	// What closeAllDiffTabs does, minus telling Lua.
 	for _, s := range h.diffComponent(t).take(func(*diffSession) bool { return true }) {
-		s.resolve(host.Verdict{Text: host.VerdictRejected})
+		s.resolve(verdict.Verdict{Text: verdict.Rejected})
 	}
 	h.run(t, []*diffCLI{cli}, diffLines(
 		"<- "+diffTextResult(1, "DIFF_REJECTED"),

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"runtime/debug"
 
-	"github.com/nvim-claude/nvim-claude/app/host"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
+	"github.com/nvim-claude/nvim-claude/verdict"
 )
 
 // review shows r as a diff and blocks until the user decides, close_tab or
@@ -14,7 +14,7 @@ import (
 // windows then close). It serves openDiff and any other caller that wants
 // the user's verdict on a proposed file (the chat's permission prompts,
 // code actions).
-func (c *Reviews) Review(ctx context.Context, r host.ReviewRequest) (host.Verdict, error) {
+func (c *Reviews) Review(ctx context.Context, r verdict.Request) (verdict.Verdict, error) {
 	return c.Begin(r).Wait(ctx)
 }
 
@@ -23,18 +23,18 @@ type pendingReview struct {
 	c          *Reviews
 	s          *diffSession
 	superseded []*diffSession
-	r          host.ReviewRequest
+	r          verdict.Request
 }
 
 // Begin registers r at once, without blocking (DecideOwned finds it from
 // now on), and returns what shows it and waits for the verdict. Wait must
 // be called.
-func (c *Reviews) Begin(r host.ReviewRequest) host.PendingReview {
+func (c *Reviews) Begin(r verdict.Request) verdict.Pending {
 	// The same name again from the same owner replaces the older diff; its
 	// caller gets a "no", never a silent yes.
 	superseded := c.take(func(s *diffSession) bool { return s.client == r.Owner && s.tabName == r.TabName })
 	for _, s := range superseded {
-		s.resolve(host.Verdict{Text: host.VerdictRejected})
+		s.resolve(verdict.Verdict{Text: verdict.Rejected})
 	}
 	return &pendingReview{c: c, s: c.add(r.Owner, r.TabName, r.NewPath), superseded: superseded, r: r}
 }
@@ -42,7 +42,7 @@ func (c *Reviews) Begin(r host.ReviewRequest) host.PendingReview {
 // Wait closes the windows of the diffs this one replaced, shows this one
 // and blocks until the user decides, close_tab or closeAllDiffTabs ends it,
 // or ctx ends.
-func (p *pendingReview) Wait(ctx context.Context) (host.Verdict, error) {
+func (p *pendingReview) Wait(ctx context.Context) (verdict.Verdict, error) {
 	c, s, r := p.c, p.s, p.r
 	p.r.Contents = ""
 	c.closeWindows(ctx, p.superseded)
@@ -68,9 +68,9 @@ func (p *pendingReview) Wait(ctx context.Context) (host.Verdict, error) {
 			c.closeLater(s) // whatever Neovim managed to open
 		}
 		if ctx.Err() != nil {
-			return host.Verdict{}, ctx.Err()
+			return verdict.Verdict{}, ctx.Err()
 		}
-		return host.Verdict{}, fmt.Errorf("openDiff: Neovim could not show the diff for %s: %w", r.NewPath, err)
+		return verdict.Verdict{}, fmt.Errorf("openDiff: Neovim could not show the diff for %s: %w", r.NewPath, err)
 	}
 	c.log.Info("diff opened", "id", s.id, "tab", r.TabName, "file", r.NewPath,
 		"proposal_buf", view.ProposalBuf, "modified", view.Modified, "new_file", view.NewFile)
@@ -89,6 +89,6 @@ func (p *pendingReview) Wait(ctx context.Context) (host.Verdict, error) {
 		if c.takeID(s.id) != nil {
 			c.closeLater(s)
 		}
-		return host.Verdict{}, ctx.Err()
+		return verdict.Verdict{}, ctx.Err()
 	}
 }

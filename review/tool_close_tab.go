@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/nvim-claude/nvim-claude/app/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
+	"github.com/nvim-claude/nvim-claude/verdict"
 )
 
 var closeTabSchema = json.RawMessage(`{"type":"object","properties":{` +
@@ -31,7 +31,7 @@ func (c *Reviews) closeTab(ctx context.Context, req *mcp.ToolRequest) (*mcp.Tool
 	var a struct {
 		TabName *string `json:"tab_name"`
 	}
-	if err := host.DecodeArgs(req.Arguments, &a); err != nil {
+	if err := mcp.DecodeArgs(req.Arguments, &a); err != nil {
 		return nil, fmt.Errorf("close_tab: %w", err)
 	}
 	if a.TabName == nil || *a.TabName == "" {
@@ -39,8 +39,8 @@ func (c *Reviews) closeTab(ctx context.Context, req *mcp.ToolRequest) (*mcp.Tool
 	}
 	closing := c.take(func(s *diffSession) bool { return s.client == req.Client.ID && s.tabName == *a.TabName })
 	for _, s := range closing {
-		s.resolve(host.Verdict{Text: host.VerdictClosed})
+		s.resolve(verdict.Verdict{Text: verdict.Closed})
 	}
 	c.closeWindows(ctx, closing)
-	return mcp.TextResult(host.VerdictClosed), nil
+	return mcp.TextResult(verdict.Closed), nil
 }

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/nvim-claude/nvim-claude/app/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
+	"github.com/nvim-claude/nvim-claude/verdict"
 )
 
 func (c *Reviews) closeAllDiffTabsTool() mcp.Tool {
@@ -23,7 +23,7 @@ func (c *Reviews) closeAllDiffTabsTool() mcp.Tool {
 func (c *Reviews) closeAllDiffTabs(ctx context.Context, req *mcp.ToolRequest) (*mcp.ToolResult, error) {
 	closing := c.take(func(s *diffSession) bool { return s.client == req.Client.ID })
 	for _, s := range closing {
-		s.resolve(host.Verdict{Text: host.VerdictRejected})
+		s.resolve(verdict.Verdict{Text: verdict.Rejected})
 	}
 	n := c.closeWindows(ctx, closing)
 	return mcp.TextResult(fmt.Sprintf("CLOSED_%d_DIFF_TABS", n)), nil

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/nvim-claude/nvim-claude/app/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
+	"github.com/nvim-claude/nvim-claude/verdict"
 	"github.com/nvim-claude/nvim-claude/workspace"
 )
 
@@ -85,7 +85,7 @@ func (c *Reviews) openDiff(ctx context.Context, req *mcp.ToolRequest) (*mcp.Tool
 	if tabName == "" {
 		tabName = "[Claude Code] " + filepath.Base(newPath)
 	}
-	ans, err := c.Review(ctx, host.ReviewRequest{
+	ans, err := c.Review(ctx, verdict.Request{
 		Owner: req.Client.ID, TabName: tabName,
 		OldPath: oldPath, NewPath: newPath, Contents: a.NewFileContents,
 	})

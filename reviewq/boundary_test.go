@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nvim-claude/nvim-claude/app/host"
+	"github.com/nvim-claude/nvim-claude/host"
 
 	"github.com/nvim-claude/nvim-claude/workspace"
 )
@@ -27,7 +27,7 @@ import (
 func TestQueueRefusesFilesOutsideTheBoundary(t *testing.T) {
 	q := newTestQueue(t)
 	proj, out := t.TempDir(), t.TempDir()
-	q.h.Workspace().Boundary().Update(workspace.Settings{Deny: []string{".env", "*.pem"}})
+	testWorkspace(q).Boundary().Update(workspace.Settings{Deny: []string{".env", "*.pem"}})
 	keys := filepath.Join(out, "authorized_keys")
 	bashrc := filepath.Join(out, "bashrc")
 	env := filepath.Join(proj, ".env")
@@ -208,7 +208,7 @@ func TestQueueKeepsOnlyTheProjectsRecords(t *testing.T) {
 		write(t, p, "new\n")
 	}
 	q := newTestQueue(t)
-	q.h.Workspace().SetCwd(ab)
+	testWorkspace(q).SetCwd(ab)
 	for _, l := range []string{
 		withCwd(promptLine("A", "p"), ab), withCwd(editLine("A", "p", f, "old\n", "old", "new"), ab),
 		withCwd(promptLine("B", "q"), aSlashB), withCwd(editLine("B", "q", other, "old\n", "old", "new"), aSlashB),
@@ -286,10 +286,10 @@ func TestQueueSkipsAnOversizedRecord(t *testing.T) {
 	write(t, small, "new\n")
 	q := newTestQueue(t)
 	q.maxLine = 2000
-	q.h.Workspace().SetCwd(proj)
+	testWorkspace(q).SetCwd(proj)
 	log := &lockedWriter{w: &bytes.Buffer{}}
 	q.log = slog.New(slog.NewTextHandler(log, nil))
-	q.setOptions(hostOptions(cfg, proj))
+	q.setOptions(hostOptions(t, cfg, proj))
 	lines := withCwd(promptLine("S", "p"), proj) + "\n" +
 		withCwd(createLine("S", "p", big, strings.Repeat("B", 5000)+"\n"), proj) + "\n" +
 		withCwd(editLine("S", "p", small, "old\n", "old", "new"), proj) + "\n"
@@ -324,8 +324,8 @@ func (l *lockedWriter) String() string {
 	return l.w.(*bytes.Buffer).String()
 }
 
-func hostOptions(cfg, proj string) host.Options {
-	return host.Options{Review: host.ReviewOptions{ConfigDir: cfg, Cwd: proj}}
+func hostOptions(t *testing.T, cfg, proj string) host.Options {
+	return reviewOptions(t, Options{ConfigDir: cfg, Cwd: proj})
 }
 
 func waitListed(t *testing.T, q *Queue, n int) {
@@ -364,8 +364,8 @@ func TestTranscriptMemoryStaysFlat(t *testing.T) {
 	ok := filepath.Join(proj, "ok.txt")
 	write(t, ok, "new\n")
 	q := newTestQueue(t)
-	q.h.Workspace().SetCwd(proj)
-	q.setOptions(hostOptions(cfg, proj))
+	testWorkspace(q).SetCwd(proj)
+	q.setOptions(hostOptions(t, cfg, proj))
 	f, err := os.Create(filepath.Join(dir, "s.jsonl"))
 	if err != nil {
 		t.Fatal(err)

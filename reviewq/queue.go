@@ -13,8 +13,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nvim-claude/nvim-claude/app/host"
 	"github.com/nvim-claude/nvim-claude/display"
+	"github.com/nvim-claude/nvim-claude/host"
 	"github.com/nvim-claude/nvim-claude/workspace"
 )
 
@@ -57,7 +57,7 @@ type Queue struct {
 	mu       sync.Mutex
 	entries  []*entry
 	sessions map[string]*sessionState
-	opts     host.ReviewOptions
+	opts     Options
 	seen     map[string]bool // the uuids of the user records applied
 	seq      uint64          // listings made (List.Seq)
 
@@ -106,12 +106,16 @@ func (q *Queue) Hooks() host.Hooks {
 	}
 }
 
-func (q *Queue) setOptions(o host.Options) {
+func (q *Queue) setOptions(o host.Options) error {
+	var r Options
+	if err := o.Decode("review", &r); err != nil {
+		return err
+	}
 	q.mu.Lock()
-	q.opts = o.Review
+	q.opts = r
 	q.mu.Unlock()
-	if o.Review.ConfigDir == "" {
-		return
+	if r.ConfigDir == "" {
+		return nil
 	}
 	q.start.Do(func() {
 		// The first look is here, so that what the transcripts hold now
@@ -120,6 +124,15 @@ func (q *Queue) setOptions(o host.Options) {
 		q.wg.Add(1)
 		go q.poll()
 	})
+	return nil
+}
+
+// Options are what the queue needs of setup(): where the CLI keeps its
+// session transcripts (its config directory) and the project they are
+// filed under (Neovim's cwd when the host started).
+type Options struct {
+	ConfigDir string `json:"config_dir"`
+	Cwd       string `json:"cwd"`
 }
 
 func (q *Queue) close() {
@@ -412,7 +425,7 @@ func (q *Queue) read(wp workspace.Path) (*string, error) {
 	if _, err := os.Lstat(wp.Real); errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
-	b, err := q.h.Workspace().Boundary().ReadFile(wp, maxFile)
+	b, err := q.h.Workspace().Files().ReadFile(wp, maxFile)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", display.Line(wp.Abs, 0), err)
 	}
@@ -788,7 +801,7 @@ func (q *Queue) handleRevertFile(_ context.Context, r revertRef) (any, error) {
 	if eol != nil {
 		f.eol = *eol
 	}
-	if err := q.h.Workspace().Boundary().WriteFile(wp, f.bytes(text)); err != nil {
+	if err := q.h.Workspace().Files().WriteFile(wp, f.bytes(text)); err != nil {
 		return nil, fmt.Errorf("could not write %s: %w", shown, err)
 	}
 	if !slices.Equal(lines, r.Lines) {
@@ -884,7 +897,7 @@ func (q *Queue) handleDelete(_ context.Context, r ref) (any, error) {
 	if *cur != res {
 		return nil, fmt.Errorf("%s changed after Claude created it: not deleted", shown)
 	}
-	if err := q.h.Workspace().Boundary().Remove(wp); err != nil {
+	if err := q.h.Workspace().Files().Remove(wp); err != nil {
 		return nil, fmt.Errorf("could not delete %s: %w", shown, err)
 	}
 	return map[string]any{"deleted": true}, nil

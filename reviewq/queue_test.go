@@ -11,7 +11,8 @@ import (
 	"time"
 
 	"github.com/nvim-claude/nvim-claude/app/core"
-	"github.com/nvim-claude/nvim-claude/app/host"
+	"github.com/nvim-claude/nvim-claude/host"
+	"github.com/nvim-claude/nvim-claude/workspace"
 )
 
 func newTestQueue(t *testing.T) *Queue {
@@ -29,7 +30,7 @@ func newTestQueue(t *testing.T) *Queue {
 // cwd), the workspace's folder.
 func feed(t *testing.T, q *Queue, dir string, lines ...string) {
 	t.Helper()
-	q.h.Workspace().SetCwd(dir)
+	testWorkspace(q).SetCwd(dir)
 	for _, l := range lines {
 		q.apply([]byte(withCwd(l, dir)), false, dir)
 	}
@@ -167,8 +168,8 @@ func TestQueuePollsTranscripts(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := newTestQueue(t)
-	q.h.Workspace().SetCwd(proj)
-	q.setOptions(host.Options{Review: host.ReviewOptions{ConfigDir: cfg, Cwd: proj}})
+	testWorkspace(q).SetCwd(proj)
+	q.setOptions(reviewOptions(t, Options{ConfigDir: cfg, Cwd: proj}))
 	f, err := os.OpenFile(filepath.Join(dir, "s1.jsonl"), os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		t.Fatal(err)
@@ -205,7 +206,7 @@ func TestQueueLongProjectPath(t *testing.T) {
 	cfg, files := t.TempDir(), t.TempDir()
 	cwd := "/" + strings.Repeat("long-directory/", 20)
 	q := newTestQueue(t)
-	q.setOptions(host.Options{Review: host.ReviewOptions{ConfigDir: cfg, Cwd: cwd}})
+	q.setOptions(reviewOptions(t, Options{ConfigDir: cfg, Cwd: cwd}))
 	dir := filepath.Join(cfg, "projects", projectDirName(cwd)[:maxProjectName]+"-1a2b3c")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -240,8 +241,8 @@ func TestQueueSubagentWrites(t *testing.T) {
 		}
 	}
 	q := newTestQueue(t)
-	q.h.Workspace().SetCwd(proj)
-	q.setOptions(host.Options{Review: host.ReviewOptions{ConfigDir: cfg, Cwd: proj}})
+	testWorkspace(q).SetCwd(proj)
+	q.setOptions(reviewOptions(t, Options{ConfigDir: cfg, Cwd: proj}))
 	if err := os.MkdirAll(filepath.Join(dir, "S1", "subagents"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -475,4 +476,20 @@ func TestQueueForkCopiesAreNotWrites(t *testing.T) {
 			t.Errorf("%s: listed %v, want a.txt of the parent session alone", scope, got)
 		}
 	}
+}
+
+// reviewOptions are host options carrying r as setup()'s review table.
+func reviewOptions(t *testing.T, r Options) host.Options {
+	t.Helper()
+	o, err := host.OptionsOf(map[string]any{"review": r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// testWorkspace is q's workspace as the lifecycle changes it (the cwd, the
+// deny-list); the feature itself sees it read-only.
+func testWorkspace(q *Queue) *workspace.Workspace {
+	return q.h.Workspace().(*workspace.Workspace)
 }

@@ -34,8 +34,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nvim-claude/nvim-claude/app/host"
 	"github.com/nvim-claude/nvim-claude/display"
+	"github.com/nvim-claude/nvim-claude/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
 )
 
@@ -205,7 +205,7 @@ func (s *Sessions) Hooks() host.Hooks {
 			"sessions.update":   host.Request("sessions.update", s.handleUpdate),
 		},
 		// the first options come as the host starts
-		Options: func(host.Options) { s.sweepOnce.Do(s.sweep) },
+		Options: func(host.Options) error { s.sweepOnce.Do(s.sweep); return nil },
 		Close:   s.Close,
 	}
 }

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nvim-claude/nvim-claude/app/host"
+	"github.com/nvim-claude/nvim-claude/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/workspace"
 )
@@ -46,7 +46,7 @@ func (h *fakeHost) Notify(string, string, any) error { return nil }
 func (h *fakeHost) Clients() []mcp.ClientInfo        { return nil }
 func (h *fakeHost) Running() bool                    { return true }
 func (h *fakeHost) EditorPID() int                   { return 1 }
-func (h *fakeHost) Workspace() *workspace.Workspace  { return workspace.New() }
+func (h *fakeHost) Workspace() workspace.View        { return workspace.New() }
 func (h *fakeHost) transitions() (out []string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

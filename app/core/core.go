@@ -23,7 +23,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nvim-claude/nvim-claude/app/host"
+	"github.com/nvim-claude/nvim-claude/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/workspace"
 )
@@ -70,6 +70,9 @@ type Options struct {
 	Features func(h host.Host) []host.Feature
 	// NewServer builds the MCP server; nil means mcp.NewServer.
 	NewServer func(cfg mcp.Config) (Server, error)
+	// Workspace is the App's workspace (nil: a new one): the wiring keeps
+	// it to hand the one feature that reports folders its own port.
+	Workspace *workspace.Workspace
 }
 
 // App is the running application. Its zero value is not usable; call New.
@@ -100,6 +103,7 @@ type App struct {
 
 	mu     sync.Mutex
 	opts   *host.Options // nil until Lua sent them
+	single bool          // single_session, as the last options said
 	srv    Server
 	params StartParams
 	closed bool
@@ -112,6 +116,10 @@ type event struct {
 
 // New makes an App and starts its event pump. Close stops it.
 func New(opts Options) *App {
+	ws := opts.Workspace
+	if ws == nil {
+		ws = workspace.New()
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -127,7 +135,7 @@ func New(opts Options) *App {
 		newServer: newServer,
 		events:    make(chan event, 256),
 		stop:      make(chan struct{}),
-		ws:        workspace.New(),
+		ws:        ws,
 	}
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	if opts.Features != nil {
@@ -145,7 +153,9 @@ func New(opts Options) *App {
 func (a *App) Register(r Registrar) error {
 	reqs := map[string]host.LuaRequest{
 		"options": host.Request("options", func(_ context.Context, o host.Options) (any, error) {
-			a.SetOptions(o)
+			if err := a.SetOptions(o); err != nil {
+				return nil, fmt.Errorf("options: %w", err)
+			}
 			// Lua checks that the host is its own version (server.lua).
 			return map[string]any{"version": a.version}, nil
 		}),
@@ -192,25 +202,44 @@ func (a *App) Register(r Registrar) error {
 // again): the file boundary's settings, single_session, and every
 // feature's Hooks.Options. The hooks run outside a.mu (a feature may call
 // the host from under its own lock), one SetOptions at a time.
-func (a *App) SetOptions(o host.Options) {
+//
+// Each table is decoded by whoever owns it, before anything changes: the
+// App refuses the whole request when its own tables (single_session,
+// security) do not decode; a feature refuses its own and keeps its
+// previous options. The error names every option that was refused.
+func (a *App) SetOptions(o host.Options) error {
 	a.optsMu.Lock()
 	defer a.optsMu.Unlock()
+	var single bool
+	var sec struct {
+		// security.deny followed by security.deny_extra
+		Deny      []string `json:"deny"`
+		AllowHome bool     `json:"allow_home"`
+	}
+	if err := errors.Join(o.Decode("single_session", &single), o.Decode("security", &sec)); err != nil {
+		return err
+	}
 	a.mu.Lock()
 	a.opts = &o
+	a.single = single
 	a.mu.Unlock()
-	a.ws.Boundary().Update(workspace.Settings{Deny: o.Security.Deny, AllowHome: o.Security.AllowHome})
+	a.ws.Boundary().Update(workspace.Settings{Deny: sec.Deny, AllowHome: sec.AllowHome})
+	var errs []error
 	for _, h := range a.hooks {
 		if h.Options != nil {
-			h.Options(o)
+			if err := h.Options(o); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
+	return errors.Join(errs...)
 }
 
 // singleSession is the single_session option now.
 func (a *App) singleSession() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.opts != nil && a.opts.SingleSession
+	return a.opts != nil && a.single
 }
 
 // asyncParams are request_async's parameters: a request by name, and the
@@ -650,4 +679,4 @@ func (a *App) EditorPID() int {
 }
 
 // Workspace is the cwd, the folders and the file boundary.
-func (a *App) Workspace() *workspace.Workspace { return a.ws }
+func (a *App) Workspace() workspace.View { return a.ws }

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nvim-claude/nvim-claude/app/host"
+	"github.com/nvim-claude/nvim-claude/host"
 )
 
 // optionsFeature records the options its hook hears.
@@ -22,10 +22,19 @@ type optionsFeature struct {
 
 func (f *optionsFeature) Name() string { return "recorder" }
 func (f *optionsFeature) Hooks() host.Hooks {
-	return host.Hooks{Options: func(o host.Options) {
+	return host.Hooks{Options: func(o host.Options) error {
+		// It owns execute, as kernel does: a table of the wrong shape is
+		// refused and changes nothing.
+		var ex struct {
+			Confirm bool `json:"confirm"`
+		}
+		if err := o.Decode("execute", &ex); err != nil {
+			return err
+		}
 		f.mu.Lock()
 		f.seen = append(f.seen, o)
 		f.mu.Unlock()
+		return nil
 	}}
 }
 
@@ -81,26 +90,38 @@ func TestOptionsReachFeaturesBeforeAndWhileRunning(t *testing.T) {
 		}
 	}
 	send(`{"execute":{"confirm":false,"timeout_ms":1500.5},"security":{"deny":["*.secret"]},"editor_tools":{"enable":true}}`)
-	if o, n := f.last(); n != 1 || o.Execute.Confirm || o.Execute.TimeoutMS != 1500.5 || !o.EditorTools.Enable {
+	type execute struct {
+		Confirm   bool    `json:"confirm"`
+		TimeoutMS float64 `json:"timeout_ms"`
+	}
+	var ex execute
+	var tools struct {
+		Enable bool `json:"enable"`
+	}
+	if o, n := f.last(); n != 1 || o.Decode("execute", &ex) != nil || o.Decode("editor_tools", &tools) != nil || ex.Confirm || ex.TimeoutMS != 1500.5 || !tools.Enable {
 		t.Fatalf("first options: %+v (%d)", o, n)
 	}
 	if err := start(); err != nil {
 		t.Fatal(err)
 	}
 	secret := filepath.Join(dir, "a.secret")
-	if !a.Workspace().Boundary().Denied(secret) {
+	if !a.Workspace().Files().Denied(secret) {
 		t.Fatal("the deny-list did not reach the boundary")
 	}
 	// setup() again while the server runs: confirm back on, nothing denied.
 	send(`{"execute":{"confirm":true},"security":{"deny":[]}}`)
-	if o, n := f.last(); n != 2 || !o.Execute.Confirm {
+	ex = execute{}
+	if o, n := f.last(); n != 2 || o.Decode("execute", &ex) != nil || !ex.Confirm {
 		t.Fatalf("options while running: %+v (%d)", o, n)
 	}
-	if a.Workspace().Boundary().Denied(secret) {
+	if a.Workspace().Files().Denied(secret) {
 		t.Fatal("the new deny-list did not replace the old one")
 	}
-	if _, err := r.reqs["options"](context.Background(), json.RawMessage(`{"execute":{"confirm":"yes"}}`)); err == nil {
-		t.Fatal("options of the wrong type were taken")
+	if _, err := r.reqs["options"](context.Background(), json.RawMessage(`{"execute":{"confirm":"yes"}}`)); err == nil || !strings.Contains(err.Error(), "option execute") {
+		t.Fatalf("options of the wrong type: err = %v, want a refusal naming the option", err)
+	}
+	if _, err := r.reqs["options"](context.Background(), json.RawMessage(`{"security":{"deny":"*.key"}}`)); err == nil || !strings.Contains(err.Error(), "option security") {
+		t.Fatalf("a deny-list of the wrong type: err = %v, want a refusal naming the option", err)
 	}
 	if _, n := f.last(); n != 2 {
 		t.Fatal("a refused options request reached the features")

@@ -342,7 +342,7 @@ func (c *Context) handleDiagnosticsChanged(p diagPush) {
 	// A deny-listed file's diagnostics can quote its text: they are kept
 	// empty, so neither the push nor getDiagnostics carries them.
 	for i := range p.Files {
-		if len(p.Files[i].Diagnostics) > 0 && c.ws.Boundary().Denied(p.Files[i].Path) {
+		if len(p.Files[i].Diagnostics) > 0 && c.ws.Files().Denied(p.Files[i].Path) {
 			p.Files[i].Diagnostics = nil
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nvim-claude/nvim-claude/app/host"
+	"github.com/nvim-claude/nvim-claude/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 	"github.com/nvim-claude/nvim-claude/workspace"
@@ -37,7 +37,7 @@ type Context struct {
 	h       host.Host
 	ed      Editor
 	log     *slog.Logger
-	ws      *workspace.Workspace
+	ws      Folders
 	version string // the host's version, for getWorkspaceInfo
 	diags   *diagCache
 
@@ -51,10 +51,20 @@ type Context struct {
 	settle    time.Duration // diagnostics.settle_ms (0 until Lua sent the options)
 }
 
+// Folders is the workspace with the one change this feature makes: the
+// folders Lua reports (LSP roots, the cwd) and the ones the CLI was told.
+// The wiring hands it the application's workspace; every other feature
+// sees it read-only (host.Host.Workspace).
+type Folders interface {
+	workspace.View
+	SetFolders(folders []string) bool
+	SetQueriedFolders(folders []string, pushes uint64)
+}
+
 // New makes the editor-context feature; version is the host's, which
 // getWorkspaceInfo reports.
-func New(h host.Host, ed Editor, version string) *Context {
-	return &Context{h: h, ed: ed, log: h.Logger().With("feature", "context"), ws: h.Workspace(),
+func New(h host.Host, ed Editor, ws Folders, version string) *Context {
+	return &Context{h: h, ed: ed, log: h.Logger().With("feature", "context"), ws: ws,
 		version: version, diags: newDiagCache()}
 }
 
@@ -100,10 +110,22 @@ func (c *Context) methods() map[string]mcp.MethodHandler {
 }
 
 // setOptions takes the user's options (whenever Lua sends them).
-func (c *Context) setOptions(o host.Options) {
+func (c *Context) setOptions(o host.Options) error {
+	var d DiagnosticsOptions
+	if err := o.Decode("diagnostics", &d); err != nil {
+		return err
+	}
 	c.mu.Lock()
-	c.settle = time.Duration(max(o.Diagnostics.SettleMS, 0) * float64(time.Millisecond))
+	c.settle = time.Duration(max(d.SettleMS, 0) * float64(time.Millisecond))
 	c.mu.Unlock()
+	return nil
+}
+
+// DiagnosticsOptions are setup()'s diagnostics table.
+type DiagnosticsOptions struct {
+	// SettleMS bounds getDiagnostics' wait for a language server's report
+	// on a file the CLI just changed.
+	SettleMS float64 `json:"settle_ms"`
 }
 
 // settleFor is how long getDiagnostics waits for a fresh report.
@@ -191,7 +213,7 @@ func (c *Context) filePathArg(ctx context.Context, req *mcp.ToolRequest, acc wor
 	var args struct {
 		FilePath string `json:"filePath"`
 	}
-	if err := host.DecodeArgs(req.Arguments, &args); err != nil {
+	if err := mcp.DecodeArgs(req.Arguments, &args); err != nil {
 		return "", err
 	}
 	if args.FilePath == "" {

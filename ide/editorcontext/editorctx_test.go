@@ -11,11 +11,12 @@ import (
 	"time"
 
 	"github.com/nvim-claude/nvim-claude/app/core"
-	"github.com/nvim-claude/nvim-claude/app/host"
+	"github.com/nvim-claude/nvim-claude/host"
 	"github.com/nvim-claude/nvim-claude/internal/testkit"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 	"github.com/nvim-claude/nvim-claude/nvimbridge/nvimtest"
+	"github.com/nvim-claude/nvim-claude/workspace"
 )
 
 // ctxHarness is the editor-context path but the CLI: a real Neovim with the
@@ -60,8 +61,9 @@ require("claude").setup({})`
 	n := nvimtest.Start(t, nvimtest.Options{Dir: dir, Init: init})
 	b := nvimbridge.Wrap(n.Nvim, nil)
 	t.Cleanup(b.CloseProposals)
-	app := core.New(core.Options{Editor: b, Features: func(h host.Host) []host.Feature {
-		return []host.Feature{New(h, b, "test")}
+	ws := workspace.New()
+	app := core.New(core.Options{Editor: b, Workspace: ws, Features: func(h host.Host) []host.Feature {
+		return []host.Feature{New(h, b, ws, "test")}
 	}})
 	if err := app.Register(b); err != nil {
 		t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"unicode/utf8"
 
-	"github.com/nvim-claude/nvim-claude/app/host"
+	"github.com/nvim-claude/nvim-claude/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/workspace"
 )
@@ -46,7 +46,7 @@ func decodeMethodParams(raw json.RawMessage, v any) error {
 	if err := json.Unmarshal(raw, v); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
-			return mcp.InvalidParams("Invalid params: %s must be %s", te.Field, host.JSONKind(te.Type.Kind().String()))
+			return mcp.InvalidParams("Invalid params: %s must be %s", te.Field, mcp.JSONKind(te.Type.Kind().String()))
 		}
 		return mcp.InvalidParams("Invalid params: %v", err)
 	}
@@ -94,7 +94,7 @@ func (c *Context) readFile(ctx context.Context, req *mcp.MethodRequest) (any, er
 	if buf.Modified {
 		return answer{wp.Rel, buf.Text, true}, nil
 	}
-	data, err := c.ws.Boundary().ReadFile(wp, maxReadBytes)
+	data, err := c.ws.Files().ReadFile(wp, maxReadBytes)
 	if err == nil && !utf8.Valid(data) {
 		err = errors.New("not a text file (binary, or not UTF-8)")
 	}
@@ -139,7 +139,7 @@ func (c *Context) writeFile(ctx context.Context, req *mcp.MethodRequest) (any, e
 		}
 		return answer{true, wp.Rel, true}, nil
 	}
-	if err := c.ws.Boundary().WriteFile(wp, []byte(*p.Content)); err != nil {
+	if err := c.ws.Files().WriteFile(wp, []byte(*p.Content)); err != nil {
 		return nil, fmt.Errorf("could not write %s: %w", wp.Rel, err)
 	}
 	return answer{true, wp.Rel, false}, nil
@@ -159,7 +159,7 @@ func (c *Context) listFiles(ctx context.Context, req *mcp.MethodRequest) (any, e
 	files := []string{}
 	truncated := false
 	for i, folder := range c.ws.Folders() {
-		if err := c.ws.Boundary().CheckFolder(folder); err != nil {
+		if err := c.ws.Files().CheckFolder(folder); err != nil {
 			if i == 0 {
 				return nil, mcp.InvalidParams("Invalid params: %v", err)
 			}

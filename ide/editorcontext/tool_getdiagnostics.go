@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/nvim-claude/nvim-claude/app/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/workspace"
 )
@@ -28,7 +27,7 @@ func (c *Context) getDiagnosticsTool() mcp.Tool {
 			var args struct {
 				URI *string `json:"uri"`
 			}
-			if err := host.DecodeArgs(req.Arguments, &args); err != nil {
+			if err := mcp.DecodeArgs(req.Arguments, &args); err != nil {
 				return nil, err
 			}
 			if args.URI != nil && *args.URI != "" {

@@ -10,11 +10,12 @@ import (
 	"time"
 
 	"github.com/nvim-claude/nvim-claude/app/core"
-	"github.com/nvim-claude/nvim-claude/app/host"
+	"github.com/nvim-claude/nvim-claude/host"
 	"github.com/nvim-claude/nvim-claude/internal/testkit"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 	"github.com/nvim-claude/nvim-claude/nvimbridge/nvimtest"
+	"github.com/nvim-claude/nvim-claude/workspace"
 )
 
 func TestToolGetWorkspaceFolders(t *testing.T) {
@@ -114,8 +115,9 @@ func TestGetWorkspaceFoldersFromPush(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ed := &workspaceEditor{ws: nvimbridge.Workspace{Cwd: cwd, Folders: []string{cwd}, Version: tt.version}}
 			var feat *Context
-			app := core.New(core.Options{Editor: nil, Features: func(h host.Host) []host.Feature {
-				feat = New(h, ed, "test")
+			ws := workspace.New()
+			app := core.New(core.Options{Editor: nil, Workspace: ws, Features: func(h host.Host) []host.Feature {
+				feat = New(h, ed, ws, "test")
 				return []host.Feature{feat}
 			}})
 			t.Cleanup(func() { _ = app.Close() })
@@ -139,7 +141,7 @@ func TestGetWorkspaceFoldersFromPush(t *testing.T) {
 				ec.handleWorkspaceFolders(foldersParams{Folders: tt.push})
 			}
 			if tt.cd != "" {
-				app.Workspace().SetCwd(tt.cd)
+				ws.SetCwd(tt.cd)
 			}
 			if tt.stop {
 				if err := app.StopServer(); err != nil {
@@ -180,8 +182,9 @@ func TestGetWorkspaceFoldersPushDuringQuery(t *testing.T) {
 	}
 	ed := &workspaceEditor{ws: nvimbridge.Workspace{Cwd: cwd, Folders: []string{cwd}, Version: "0.10.4"}}
 	var feat *Context
-	app := core.New(core.Options{Editor: nil, Features: func(h host.Host) []host.Feature {
-		feat = New(h, ed, "test")
+	ws := workspace.New()
+	app := core.New(core.Options{Editor: nil, Workspace: ws, Features: func(h host.Host) []host.Feature {
+		feat = New(h, ed, ws, "test")
 		return []host.Feature{feat}
 	}})
 	t.Cleanup(func() { _ = app.Close() })

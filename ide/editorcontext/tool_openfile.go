@@ -8,7 +8,7 @@ import (
 	"io/fs"
 	"os"
 
-	"github.com/nvim-claude/nvim-claude/app/host"
+	"github.com/nvim-claude/nvim-claude/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 	"github.com/nvim-claude/nvim-claude/workspace"
@@ -53,7 +53,7 @@ func (c *Context) openFile(ctx context.Context, req *mcp.ToolRequest) (*mcp.Tool
 		SelectToEndOfLine bool   `json:"selectToEndOfLine"`
 		MakeFrontmost     *bool  `json:"makeFrontmost"`
 	}
-	if err := host.DecodeArgs(req.Arguments, &args); err != nil {
+	if err := mcp.DecodeArgs(req.Arguments, &args); err != nil {
 		return nil, err
 	}
 	if args.FilePath == "" {

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/nvim-claude/nvim-claude/app/host"
+	"github.com/nvim-claude/nvim-claude/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/workspace"
 )
@@ -31,7 +31,7 @@ func (c *Context) openFilesTool() mcp.Tool {
 			var args struct {
 				FilePaths []string `json:"file_paths"`
 			}
-			if err := host.DecodeArgs(req.Arguments, &args); err != nil {
+			if err := mcp.DecodeArgs(req.Arguments, &args); err != nil {
 				return nil, err
 			}
 			if args.FilePaths == nil {

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nvim-claude/nvim-claude/app/host"
+	"github.com/nvim-claude/nvim-claude/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/workspace"
 )
@@ -33,7 +33,7 @@ func (c *Context) reformatFileTool() mcp.Tool {
 			var args struct {
 				FilePath string `json:"file_path"`
 			}
-			if err := host.DecodeArgs(req.Arguments, &args); err != nil {
+			if err := mcp.DecodeArgs(req.Arguments, &args); err != nil {
 				return nil, err
 			}
 			if args.FilePath == "" {

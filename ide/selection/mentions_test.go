@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nvim-claude/nvim-claude/app/host"
+	"github.com/nvim-claude/nvim-claude/host"
 	"github.com/nvim-claude/nvim-claude/nvimbridge/nvimtest"
 )
 

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nvim-claude/nvim-claude/app/host"
+	"github.com/nvim-claude/nvim-claude/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 )
@@ -360,12 +360,24 @@ func (c *Tracker) debounceDur() time.Duration {
 }
 
 // setOptions takes the user's options: the debounce (selection.debounce_ms).
-func (c *Tracker) setOptions(o host.Options) {
+func (c *Tracker) setOptions(o host.Options) error {
+	var s Options
+	if err := o.Decode("selection", &s); err != nil {
+		return err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if o.Selection.DebounceMS >= 0 {
-		c.debounce = time.Duration(o.Selection.DebounceMS * float64(time.Millisecond))
+	if s.DebounceMS >= 0 {
+		c.debounce = time.Duration(s.DebounceMS * float64(time.Millisecond))
 	}
+	return nil
+}
+
+// Options are setup()'s selection table, as the host needs it.
+type Options struct {
+	// DebounceMS is how long the cursor rests before its selection is
+	// shared (selection.debounce_ms).
+	DebounceMS float64 `json:"debounce_ms"`
 }
 
 // setSharing turns sharing on (a new epoch of Lua's sequence numbers) or

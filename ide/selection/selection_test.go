@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/nvim-claude/nvim-claude/app/core"
-	"github.com/nvim-claude/nvim-claude/app/host"
+	"github.com/nvim-claude/nvim-claude/host"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 )
 
@@ -254,7 +254,7 @@ func TestSelectionPullRetried(t *testing.T) {
 			}})
 			defer a.Close()
 			c := feat
-			c.setOptions(host.Options{Selection: host.SelectionOptions{DebounceMS: 1}})
+			c.setOptions(debounceOptions(t, 1))
 			c.setSharing(true)
 			c.post(selEvent{kind: selDirty})
 			deadline := time.Now().Add(15 * time.Second)
@@ -303,7 +303,7 @@ func TestSelectionUpdatePull(t *testing.T) {
 			}})
 			defer a.Close()
 			c := feat
-			c.setOptions(host.Options{Selection: host.SelectionOptions{DebounceMS: 1}})
+			c.setOptions(debounceOptions(t, 1))
 			c.setSharing(true)
 			c.mu.Lock()
 			c.holdDebounce = true // the pull stays pending until the flush
@@ -407,4 +407,14 @@ func TestSelectionLeadingEdge(t *testing.T) {
 			}
 		})
 	}
+}
+
+// debounceOptions are host options whose selection.debounce_ms is ms.
+func debounceOptions(t *testing.T, ms float64) host.Options {
+	t.Helper()
+	o, err := host.OptionsOf(map[string]any{"selection": Options{DebounceMS: ms}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
 }

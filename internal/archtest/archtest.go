@@ -84,15 +84,30 @@ func feature(p string) string {
 	return ""
 }
 
+// leaf names the leaf package p belongs to ("" for none).
+func leaf(p string) string {
+	for _, l := range Leaves {
+		if under(p, l) {
+			return l
+		}
+	}
+	return ""
+}
+
 // under reports whether p is pkg or below it.
 func under(p, pkg string) bool { return p == pkg || strings.HasPrefix(p, pkg+"/") }
 
+// Leaves are the shared vocabularies: packages any feature may import
+// that import nothing of the module themselves.
+var Leaves = []string{"mcp", "chat", "workspace", "display", "verdict"}
+
 // Check returns the graph's violations of the rules, sorted:
-//   - a feature imports neither app (nor app/core) nor another feature;
-//   - app/host, app/core, workspace, mcp, chat and nvimbridge import no
-//     feature and no part of app but app/host (core imports host);
-//   - mcp, chat and workspace import nothing of the module but each other
-//     where said (mcp: nothing; chat: nothing; workspace: nothing);
+//   - a feature imports nothing under app/ and no other feature;
+//   - host and app/core import no feature; host imports nothing under
+//     app/ and no feature's vocabulary (only mcp and workspace);
+//   - nvimbridge imports no feature, nothing under app/ and not host;
+//   - the leaves (mcp, chat, workspace, display, verdict) import nothing of
+//     the module;
 //   - cmd imports app and the relay's socket discovery (edtools/discovery)
 //     only.
 func Check(g Graph) []string {
@@ -103,18 +118,18 @@ func Check(g Graph) []string {
 		for _, to := range imps {
 			tf := feature(to)
 			switch {
-			case ff != "" && under(to, "app") && to != "app/host":
+			case ff != "" && under(to, "app"):
 				add(from, to, "a feature never imports app; app gives it what it needs")
 			case ff != "" && tf != "" && tf != ff:
 				add(from, to, "a feature never imports another feature; declare an interface and let app wire it")
-			case (under(from, "app/host") || under(from, "app/core")) && tf != "":
+			case (under(from, "host") || under(from, "app/core")) && tf != "":
 				add(from, to, "the host and the lifecycle know no feature")
-			case (under(from, "app/host") || under(from, "app/core")) && under(to, "app") && to != "app/host":
-				add(from, to, "the host and the lifecycle never import the wiring")
-			case under(from, "nvimbridge") && (tf != "" || under(to, "app")):
-				add(from, to, "nvimbridge never imports a feature or app")
-			case (under(from, "mcp") || under(from, "chat") || under(from, "workspace")) && !under(to, from):
-				add(from, to, "mcp, chat and workspace import nothing of the module")
+			case under(from, "host") && !under(to, "mcp") && !under(to, "workspace"):
+				add(from, to, "host imports mcp and workspace only: no wiring, no feature's vocabulary")
+			case under(from, "nvimbridge") && (tf != "" || under(to, "app") || under(to, "host")):
+				add(from, to, "nvimbridge never imports a feature, app or host")
+			case leaf(from) != "" && !under(to, leaf(from)):
+				add(from, to, "mcp, chat, workspace, display and verdict import nothing of the module")
 			case under(from, "cmd") && to != "app" && to != "edtools/discovery":
 				add(from, to, "cmd imports app and the relay's edtools/discovery only")
 			}

@@ -3,7 +3,7 @@ package testkit
 import (
 	"testing"
 
-	"github.com/nvim-claude/nvim-claude/app/host"
+	"github.com/nvim-claude/nvim-claude/host"
 	"github.com/nvim-claude/nvim-claude/nvimbridge/nvimtest"
 )
 

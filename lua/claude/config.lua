@@ -647,8 +647,8 @@ M.options = M.defaults()
 
 --- The options the Go host needs, resolved (it keeps no default of its
 --- own): sent when its job starts and whenever setup() runs again
---- (claude.server.send_options), decoded by Go into host.Options
---- (app/host/options.go), field for field.
+--- (claude.server.send_options); in Go each feature decodes the table it
+--- owns (host.Options.Decode).
 ---@return table
 function M.host_options()
   local o = M.options

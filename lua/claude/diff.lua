@@ -2,7 +2,7 @@
 -- the editor has it on one side and the proposal on the other, and waits for
 -- the user's decision.
 --
--- The Go host opens and closes diffs (nvimbridge/lua/diff.lua calls M.open
+-- The Go host opens and closes diffs (lua/claude/bridge/init.lua calls M.open
 -- and M.close); the user decides here (:w, :q, :ClaudeDiffAccept …) and the
 -- decision goes back to the host with rpcrequest(chan, "diff_decision",
 -- json), which answers whether it was still waiting for it. The host
@@ -1462,7 +1462,7 @@ local function focus(d, o)
 end
 
 --- Opens a diff for review: the Go host's openDiff, through the bridge's
---- diff_open (nvimbridge/lua/diff.lua). Raises an error with a plain message
+--- diff_open (lua/claude/bridge/init.lua). Raises an error with a plain message
 --- when it cannot open.
 ---@param args {id: string, tab_name: string, old_path?: string, new_path: string, contents?: string, proposal?: table, chan?: integer}
 ---@return {proposal_bufnr: integer, original_bufnr: integer, modified: boolean, new_file: boolean, tab: integer}

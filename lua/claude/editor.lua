@@ -3,7 +3,7 @@
 --- edits in, which window is the active editor, and how a byte column
 --- counts in UTF-16 (or UTF-32) units.
 ---
---- The plugin's modules and the host's bridge Lua (nvimbridge/lua/*.lua,
+--- The plugin's modules and the host's bridge Lua (lua/claude/bridge/,
 --- which reaches this module through `require`) all ask here, so
 --- getCurrentSelection, getOpenEditors' `isActive`, executeCode's target,
 --- openFile and openDiff cannot disagree about them. Nothing here holds

@@ -942,7 +942,7 @@ function M.share(arg)
   util.notify(msg, vim.log.levels.INFO)
 end
 
--- The host's entry points (nvimbridge/lua/selection.lua calls them) ---------
+-- The host's entry points (lua/claude/bridge/init.lua calls them) ---------
 
 --- The state for the Go host's debounced pull (the bridge's
 --- selection_pull): the current window's selection or cursor, or

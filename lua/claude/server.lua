@@ -293,7 +293,7 @@ function M.shutdown()
 end
 
 --- Receives an event the Go host pushes (the bridge's emit,
---- nvimbridge/lua/bridge.lua): "clients", "connected", "disconnected", or
+--- lua/claude/bridge/init.lua): "clients", "connected", "disconnected", or
 --- "<module>.<event>", which goes on to the plugin-internal
 --- require("claude.<module>")._on_event(event, data).
 ---@param name string

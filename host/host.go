@@ -1,13 +1,16 @@
 // Package host is the narrow interface a feature package gets from the
 // application (package app): hand an event to Lua, reach the connected
-// CLIs, log, and the workspace. It also defines what a feature gives back
-// (Hooks) and the one place Lua's parameters are decoded (Request,
-// Notification).
+// CLIs, log, and a read-only view of the workspace. It also defines what a
+// feature gives back (Hooks), the one place Lua's parameters are decoded
+// (Request, Notification), and the user's options, which each feature
+// decodes for itself (Options.Decode).
 //
-// Features import host, never app and never one another: what a feature
-// needs of a peer is an interface the feature declares, which app wires and
-// the compiler checks. Host knows no feature and no Neovim: it must never
-// import nvimbridge or a feature package.
+// Features import host, never anything under app/ and never one another:
+// what a feature needs of a peer is an interface the feature declares,
+// which app wires and the compiler checks. Like tailscale's ipnext host, it
+// exposes no method that changes shared state. Host knows no feature, no
+// feature's vocabulary or options, and no Neovim: it imports only mcp and
+// workspace.
 package host
 
 import (
@@ -45,8 +48,9 @@ type Host interface {
 	// EditorPID is Neovim's pid as the start request gave it (the host's
 	// own pid before the first start).
 	EditorPID() int
-	// Workspace is the cwd, the folders and the file boundary.
-	Workspace() *workspace.Workspace
+	// Workspace is the cwd, the folders and the file boundary, read-only:
+	// no feature changes what the folders are or the boundary's settings.
+	Workspace() workspace.View
 }
 
 // ErrNotRunning is the error of a call that needs the IDE server when it
@@ -115,7 +119,10 @@ type Hooks struct {
 	// Options hears the user's options whenever Lua sends them (first
 	// when it starts the host, before the IDE server can start, then after
 	// every setup()); it must not block.
-	Options func(o Options)
+	// It decodes the tables it owns (Options.Decode) before it changes
+	// anything: a table that does not decode is its error, and leaves the
+	// feature as it was.
+	Options func(o Options) error
 	// ServerStarted and ServerStopped hear the IDE server's lifetime.
 	ServerStarted func()
 	ServerStopped func()
@@ -142,65 +149,4 @@ func EditorCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 // EditorError is the tool error for a failed editor call.
 func EditorError(what string, err error) error {
 	return fmt.Errorf("%s: Neovim did not answer: %w", what, err)
-}
-
-// DecodeArgs decodes tool arguments; a mismatch is an error the model can
-// act on ("invalid arguments: line must be a number").
-func DecodeArgs(raw json.RawMessage, v any) error {
-	if err := json.Unmarshal(raw, v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			return fmt.Errorf("invalid arguments: %s must be %s", te.Field, JSONKind(te.Type.Kind().String()))
-		}
-		return fmt.Errorf("invalid arguments: %w", err)
-	}
-	return nil
-}
-
-// JSONKind names a Go kind the way a JSON schema would, with an article.
-func JSONKind(k string) string {
-	switch k {
-	case "bool":
-		return "a boolean"
-	case "slice", "array":
-		return "an array"
-	case "map", "struct", "ptr":
-		return "an object"
-	case "int", "int64", "float64":
-		return "a number"
-	}
-	return "a " + k
-}
-
-// The verdicts of a diff review: the answers openDiff gives the CLI
-// (PROTOCOL.md §4). VerdictClosed tells the CLI to apply its own proposal
-// unchanged: it is only ever the answer when the CLI itself decided
-// (close_tab, closeAllDiffTabs), never for a "no".
-const (
-	VerdictAccepted = "FILE_SAVED"
-	VerdictRejected = "DIFF_REJECTED"
-	VerdictClosed   = "TAB_CLOSED"
-)
-
-// ReviewRequest is a proposed file to show as a diff for the user's
-// verdict; review offers it, the chat panel and the editor tools use it.
-type ReviewRequest struct {
-	Owner    string // who asked: a CLI's client id, or a feature's owner key
-	TabName  string // the diff's name; the same owner and name replace an older diff
-	OldPath  string // the file as it is now
-	NewPath  string // the file the proposal is for (may not exist yet)
-	Contents string // the proposed text
-}
-
-// Verdict is how a review ended.
-type Verdict struct {
-	Text     string // VerdictAccepted, VerdictRejected or VerdictClosed
-	Contents string // the accepted text (as the user left it), with VerdictAccepted
-}
-
-// PendingReview is a review registered with the diff review (so that a
-// decision made from elsewhere, like the chat's prompt, finds it at once)
-// whose diff Wait shows; Wait blocks until the verdict or ctx ends.
-type PendingReview interface {
-	Wait(ctx context.Context) (Verdict, error)
 }

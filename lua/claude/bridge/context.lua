@@ -2,7 +2,7 @@
 -- open buffers, the workspace folders, opening files, saving, formatting,
 -- reading and writing documents, and bringing diagnostics up to date.
 -- The Go side is nvimbridge/context.go.
-local fns = ...
+local fns = {}
 
 local api = vim.api
 local uv = vim.uv or vim.loop
@@ -901,3 +901,5 @@ function fns.ctx_diagnostics_sync()
   end
   return { seq = seq, reloaded = #reloaded, wait = wait }
 end
+
+return fns

@@ -3,7 +3,7 @@
 -- per tool call. Positions the Go side sends and receives are 1-based lines
 -- and 1-based character (code point) columns; the LSP's 0-based positions in
 -- the server's offset encoding never leave this file.
-local fns = ...
+local fns = {}
 
 local H = {}
 
@@ -1358,3 +1358,5 @@ function fns.open_file_at(args)
   end)
   return { path = args.file, line = line, col = H.units(text, byte, "utf-32") + 1, lines = count, text = vim.trim(text):sub(1, max_text) }
 end
+
+return fns

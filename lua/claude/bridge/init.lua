@@ -1,5 +1,5 @@
--- The Lua half of nvimbridge. The Go host installs this chunk once per
--- connection (package.loaded["nvim-claude.bridge"]) and then calls
+-- The Lua half of nvimbridge (Go: nvimbridge/). The Go host requires it
+-- once per connection and then calls
 -- M.call(name, json) for every editor fact or action: one round trip per
 -- compound query, JSON both ways (bulk text rides beside the JSON as a
 -- plain string argument).
@@ -68,6 +68,58 @@ function fns.notify(args)
     vim.notify(args.msg, args.level or vim.log.levels.INFO, { title = "nvim-claude" })
   end)
   return true
+end
+
+-- The host's calls that the plugin's own modules answer: the diff review
+-- (claude.diff: its windows, buffers and the user's decisions) and the
+-- selection tracker (claude.selection: the autocmds and the gathering).
+-- Failures come back as plain messages, no traceback in what the CLI and
+-- the user see.
+local function module(name)
+  local ok, mod = pcall(require, name)
+  if not ok then
+    error("nvim-claude's Lua files are not on 'runtimepath': " .. tostring(mod), 0)
+  end
+  return mod
+end
+
+-- diff_open opens a diff; args {id, tab_name, old_path, new_path, chan},
+-- contents (the proposal, a string beside the JSON). Returns the opened
+-- view, or {error = message}.
+function fns.diff_open(args, contents)
+  args.contents = contents
+  local ok, res = pcall(module("claude.diff").open, args)
+  if not ok then
+    return { error = tostring(res) }
+  end
+  return res
+end
+
+-- diff_close closes diffs by id; args {ids, outcome}. Returns how many
+-- were open.
+function fns.diff_close(args)
+  return { closed = module("claude.diff").close(args) }
+end
+
+-- selection_pull answers the tracker's debounced pull: the state of the
+-- current window, or {kind = "wait", wait = ms} while the cursor still moves.
+function fns.selection_pull(args)
+  return module("claude.selection").pull(type(args) == "table" and args.force == true)
+end
+
+-- selection_current answers getCurrentSelection: the active editor's
+-- selection (claude.editor.active_window), even while the Claude terminal
+-- has the focus.
+function fns.selection_current()
+  return module("claude.selection").current()
+end
+
+-- The areas with logic of their own: editor context (documents, buffers,
+-- workspace), the LSP tools, executeCode.
+for _, area in ipairs({ "context", "lsp", "execute" }) do
+  for name, fn in pairs(require("claude.bridge." .. area)) do
+    fns[name] = fn
+  end
 end
 
 M.fns = fns

@@ -1,9 +1,9 @@
--- Area file: executeCode. The buffer choice, the options and the
+-- Bridge area: executeCode. The buffer choice, the options and the
 -- confirmation float live in the plugin's Lua module claude.execute (it
 -- also implements :ClaudeKernel); these entry points hand the host's calls
 -- to it and turn its failures into plain messages (no traceback in what the
 -- CLI and the user see).
-local fns = ...
+local fns = {}
 
 local function execute_module()
   local ok, mod = pcall(require, "claude.execute")
@@ -50,3 +50,5 @@ function fns.execute_watch_buffer(args)
   end
   return true
 end
+
+return fns
