@@ -778,8 +778,13 @@ func (s *Sessions) ChatEvent(id, cwd, name string, data map[string]any) {
 			}
 		}
 		if len(x.chatReqs) > 0 && x.State == NeedsInput {
+			// the state stays, but what it asks changed: Lua must show
+			// the request now pending, not the one answered
 			x.Request = x.chatReqs[0]
-			s.setLocked(x, NeedsInput, x.Request.waiting())
+			x.Waiting = x.Request.waiting()
+			snap := *x
+			s.mu.Unlock()
+			s.emit(snap, snap.State)
 			return
 		}
 		x.prompt = false

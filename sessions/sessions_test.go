@@ -501,3 +501,22 @@ func TestSweepSettingsDirs(t *testing.T) {
 		t.Fatalf("removed %v without knowing the owner", r)
 	}
 }
+
+// TestChatNextRequestIsEmitted: when a chat's first request is answered
+// and another waits, the state stays "needs input" but what it asks
+// changed: Lua must hear it, or the panel, the statusline and the notices
+// keep showing the answered request while another is the one pending.
+func TestChatNextRequestIsEmitted(t *testing.T) {
+	h := &fakeHost{}
+	s := New(h)
+	s.ChatEvent("4", "/proj/b", "status", map[string]any{"state": "running"})
+	s.ChatEvent("4", "/proj/b", "permission", map[string]any{"tool": "Bash", "request_id": "r1", "input": map[string]any{"command": "ls"}})
+	s.ChatEvent("4", "/proj/b", "permission", map[string]any{"tool": "Bash", "request_id": "r2", "input": map[string]any{"command": "rm -rf ~/x"}})
+	s.ChatEvent("4", "/proj/b", "permission_done", map[string]any{"request_id": "r1"})
+	h.mu.Lock()
+	last := h.events[len(h.events)-1]["session"].(Session)
+	h.mu.Unlock()
+	if last.Request == nil || last.Request.RequestID != "r2" || !strings.Contains(last.Waiting, "rm -rf") {
+		t.Fatalf("the last session Lua heard waits for %q (request %+v), want the second request", last.Waiting, last.Request)
+	}
+}
