@@ -51,8 +51,9 @@ const (
 const MaxRequestText = 4000
 
 // RequestText is the text of a tool's input that a permission shows, and
-// the model's description of it: a command, a file, a URL, a pattern, or
-// else the input's fields — never a file's contents.
+// the model's description of it: a command, a file, a URL, a pattern
+// (with a line for each flag set: flagsSet), or else the input's fields —
+// never a file's contents.
 func RequestText(input json.RawMessage) (text, description string) {
 	var m map[string]any
 	if json.Unmarshal(input, &m) != nil || m == nil {
@@ -66,7 +67,7 @@ func RequestText(input json.RawMessage) (text, description string) {
 					v += " in " + p
 				}
 			}
-			return v, description
+			return v + flagsSet(m), description
 		}
 	}
 	keys := make([]string, 0, len(m))
@@ -90,6 +91,25 @@ func RequestText(input json.RawMessage) (text, description string) {
 		b.WriteString(k + ": " + string(v))
 	}
 	return b.String(), description
+}
+
+// flagsSet is a line "key: true" for each field of m set to true, sorted:
+// such a flag changes what is allowed (Bash's dangerouslyDisableSandbox,
+// run_in_background), so it is shown with the command, and makes the
+// request more than one line (never allowed from a one-line summary).
+func flagsSet(m map[string]any) string {
+	var keys []string
+	for k, v := range m {
+		if b, ok := v.(bool); ok && b {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		b.WriteString("\n" + k + ": true")
+	}
+	return b.String()
 }
 
 // CutText keeps the start and the end of a text longer than max bytes,

@@ -76,6 +76,9 @@ func TestRequestText(t *testing.T) {
 		{`{"pattern":"TODO","path":"src"}`, "TODO in src", ""},
 		{`{"b":2,"a":"x","content":"SECRET"}`, "a: x\nb: 2", ""},
 		{`not json`, "not json", ""},
+		// a flag that changes what is allowed is shown with the command
+		{`{"command":"ls","dangerouslyDisableSandbox":true,"run_in_background":false,"timeout":5}`, "ls\ndangerouslyDisableSandbox: true", ""},
+		{`{"command":"make","run_in_background":true}`, "make\nrun_in_background: true", ""},
 	} {
 		text, desc := RequestText(json.RawMessage(tt.in))
 		if text != tt.text || desc != tt.desc {
