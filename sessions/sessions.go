@@ -33,6 +33,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nvim-claude/nvim-claude/app/host"
 	"github.com/nvim-claude/nvim-claude/display"
@@ -400,7 +401,9 @@ func (s *Sessions) uniqueNameLocked(name string) string {
 	}
 	out := name
 	for k := 2; taken[out]; k++ {
-		out = name + " #" + strconv.Itoa(k)
+		// within the cap, or Lua's cut takes the number off again
+		suffix := " #" + strconv.Itoa(k)
+		out = display.Line(name, maxName-utf8.RuneCountInString(suffix)) + suffix
 	}
 	return out
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/nvim-claude/nvim-claude/app/host"
+	"github.com/nvim-claude/nvim-claude/display"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/workspace"
 )
@@ -518,5 +519,23 @@ func TestChatNextRequestIsEmitted(t *testing.T) {
 	h.mu.Unlock()
 	if last.Request == nil || last.Request.RequestID != "r2" || !strings.Contains(last.Waiting, "rm -rf") {
 		t.Fatalf("the last session Lua heard waits for %q (request %+v), want the second request", last.Waiting, last.Request)
+	}
+}
+
+// TestTerminalNamesApartWhenLong: two terminals in a directory whose name
+// is at the cap are still named apart within the cap (Lua cuts a longer
+// name, which would cut the " #2" off and name them alike again).
+func TestTerminalNamesApartWhenLong(t *testing.T) {
+	s := New(&fakeHost{})
+	dir := "/proj/" + strings.Repeat("d", 70)
+	raw, _ := json.Marshal(map[string]string{"dir": dir})
+	for i := 0; i < 2; i++ {
+		if _, err := s.Hooks().LuaRequests["sessions.terminal"](context.Background(), raw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := s.List()
+	if len(l) != 2 || l[0].Name == l[1].Name || display.Line(l[0].Name, maxName) == display.Line(l[1].Name, maxName) {
+		t.Fatalf("names %q and %q are alike within %d characters", l[0].Name, l[1].Name, maxName)
 	}
 }
