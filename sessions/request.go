@@ -51,8 +51,11 @@ const (
 const MaxRequestText = 4000
 
 // RequestText is the text of a tool's input that a permission shows, and
-// the model's description of it: a command, a file, a URL, a pattern, or
-// else the input's fields — never a file's contents.
+// the model's description of it: a command, a file, a URL, a pattern,
+// followed by a line for each other field that is set (a flag such as
+// Bash's dangerouslyDisableSandbox, an MCP tool's method or body: what is
+// allowed is what is shown), or else the input's fields — never a file's
+// contents.
 func RequestText(input json.RawMessage) (text, description string) {
 	var m map[string]any
 	if json.Unmarshal(input, &m) != nil || m == nil {
@@ -61,19 +64,34 @@ func RequestText(input json.RawMessage) (text, description string) {
 	description, _ = m["description"].(string)
 	for _, k := range []string{"command", "file_path", "notebook_path", "url", "pattern", "query", "prompt"} {
 		if v, ok := m[k].(string); ok {
+			shown := map[string]bool{k: true, "timeout": true}
 			if k == "pattern" {
 				if p, ok := m["path"].(string); ok && p != "" {
 					v += " in " + p
+					shown["path"] = true
 				}
+			}
+			if rest := fields(m, shown, true); rest != "" {
+				v += "\n" + rest
 			}
 			return v, description
 		}
 	}
+	return fields(m, nil, false), description
+}
+
+// fields is a line "key: value" for each field of m, sorted, but for those
+// in skip, the model's description and a file's contents (and, setOnly,
+// those left at false, 0, "" or null).
+func fields(m map[string]any, skip map[string]bool, setOnly bool) string {
 	keys := make([]string, 0, len(m))
-	for k := range m {
+	for k, v := range m {
 		switch k {
 		case "description", "content", "old_string", "new_string", "edits", "new_source":
 			continue // what the model says of it, or a file's contents
+		}
+		if skip[k] || setOnly && (v == nil || v == false || v == "" || v == float64(0)) {
+			continue
 		}
 		keys = append(keys, k)
 	}
@@ -89,7 +107,7 @@ func RequestText(input json.RawMessage) (text, description string) {
 		}
 		b.WriteString(k + ": " + string(v))
 	}
-	return b.String(), description
+	return b.String()
 }
 
 // CutText keeps the start and the end of a text longer than max bytes,

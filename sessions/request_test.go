@@ -72,10 +72,15 @@ func TestRequestText(t *testing.T) {
 		{`{"command":"ls -l","description":"List"}`, "ls -l", "List"},
 		{`{"file_path":"/p/a.go","content":"SECRET"}`, "/p/a.go", ""},
 		{`{"file_path":"/p/a.go","old_string":"x","new_string":"y"}`, "/p/a.go", ""},
-		{`{"url":"https://x","prompt":"sum"}`, "https://x", ""},
+		{`{"url":"https://x","prompt":"sum"}`, "https://x\nprompt: sum", ""},
 		{`{"pattern":"TODO","path":"src"}`, "TODO in src", ""},
 		{`{"b":2,"a":"x","content":"SECRET"}`, "a: x\nb: 2", ""},
 		{`not json`, "not json", ""},
+		// a flag that changes what is allowed is shown with the command
+		{`{"command":"ls","dangerouslyDisableSandbox":true,"run_in_background":false,"timeout":5}`, "ls\ndangerouslyDisableSandbox: true", ""},
+		{`{"command":"make","run_in_background":true}`, "make\nrun_in_background: true", ""},
+		// an MCP tool's other fields are part of what is allowed
+		{`{"url":"https://api.example","method":"POST","body":"{\"delete\":true}","headers":{}}`, "https://api.example\nbody: {\"delete\":true}\nheaders: {}\nmethod: POST", ""},
 	} {
 		text, desc := RequestText(json.RawMessage(tt.in))
 		if text != tt.text || desc != tt.desc {

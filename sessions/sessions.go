@@ -33,6 +33,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nvim-claude/nvim-claude/display"
 	"github.com/nvim-claude/nvim-claude/host"
@@ -400,7 +401,9 @@ func (s *Sessions) uniqueNameLocked(name string) string {
 	}
 	out := name
 	for k := 2; taken[out]; k++ {
-		out = name + " #" + strconv.Itoa(k)
+		// within the cap, or Lua's cut takes the number off again
+		suffix := " #" + strconv.Itoa(k)
+		out = display.Line(name, maxName-utf8.RuneCountInString(suffix)) + suffix
 	}
 	return out
 }
@@ -778,8 +781,13 @@ func (s *Sessions) ChatEvent(id, cwd, name string, data map[string]any) {
 			}
 		}
 		if len(x.chatReqs) > 0 && x.State == NeedsInput {
+			// the state stays, but what it asks changed: Lua must show
+			// the request now pending, not the one answered
 			x.Request = x.chatReqs[0]
-			s.setLocked(x, NeedsInput, x.Request.waiting())
+			x.Waiting = x.Request.waiting()
+			snap := *x
+			s.mu.Unlock()
+			s.emit(snap, snap.State)
 			return
 		}
 		x.prompt = false

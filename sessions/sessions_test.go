@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nvim-claude/nvim-claude/display"
 	"github.com/nvim-claude/nvim-claude/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/workspace"
@@ -499,5 +500,42 @@ func TestSweepSettingsDirs(t *testing.T) {
 	mk(fmt.Sprintf("%s%d-def", settingsDirPrefix, dead))
 	if r := sweepSettingsDirs(tmp, self, func(int) bool { return false }, func(fs.FileInfo) bool { return false }); len(r) != 0 {
 		t.Fatalf("removed %v without knowing the owner", r)
+	}
+}
+
+// TestChatNextRequestIsEmitted: when a chat's first request is answered
+// and another waits, the state stays "needs input" but what it asks
+// changed: Lua must hear it, or the panel, the statusline and the notices
+// keep showing the answered request while another is the one pending.
+func TestChatNextRequestIsEmitted(t *testing.T) {
+	h := &fakeHost{}
+	s := New(h)
+	s.ChatEvent("4", "/proj/b", "status", map[string]any{"state": "running"})
+	s.ChatEvent("4", "/proj/b", "permission", map[string]any{"tool": "Bash", "request_id": "r1", "input": map[string]any{"command": "ls"}})
+	s.ChatEvent("4", "/proj/b", "permission", map[string]any{"tool": "Bash", "request_id": "r2", "input": map[string]any{"command": "rm -rf ~/x"}})
+	s.ChatEvent("4", "/proj/b", "permission_done", map[string]any{"request_id": "r1"})
+	h.mu.Lock()
+	last := h.events[len(h.events)-1]["session"].(Session)
+	h.mu.Unlock()
+	if last.Request == nil || last.Request.RequestID != "r2" || !strings.Contains(last.Waiting, "rm -rf") {
+		t.Fatalf("the last session Lua heard waits for %q (request %+v), want the second request", last.Waiting, last.Request)
+	}
+}
+
+// TestTerminalNamesApartWhenLong: two terminals in a directory whose name
+// is at the cap are still named apart within the cap (Lua cuts a longer
+// name, which would cut the " #2" off and name them alike again).
+func TestTerminalNamesApartWhenLong(t *testing.T) {
+	s := New(&fakeHost{})
+	dir := "/proj/" + strings.Repeat("d", 70)
+	raw, _ := json.Marshal(map[string]string{"dir": dir})
+	for i := 0; i < 2; i++ {
+		if _, err := s.Hooks().LuaRequests["sessions.terminal"](context.Background(), raw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := s.List()
+	if len(l) != 2 || l[0].Name == l[1].Name || display.Line(l[0].Name, maxName) == display.Line(l[1].Name, maxName) {
+		t.Fatalf("names %q and %q are alike within %d characters", l[0].Name, l[1].Name, maxName)
 	}
 }

@@ -46,6 +46,8 @@ func TestLuaUtilDisplay(t *testing.T) {
 		{"cap counts what is shown", "a\x1bbcd", 4, "a^[…"},
 		{"cap inside a shown form", "ab\x1bcd", 3, "ab…"},
 		{"a cap of one", "abc", 1, "…"},
+		{"a cap before a long shown form", "abc\u202edefgh", 5, "abc…"},
+		{"a long directory name ending in an override", strings.Repeat("a", 75) + "\u202e", 80, strings.Repeat("a", 75) + "…"},
 		{"empty", "", 3, ""},
 		{"a workspace directory name", "ws\n\x1b]0;owned\a", 0, "ws⏎^[]0;owned^G"},
 	} {

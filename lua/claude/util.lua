@@ -95,7 +95,9 @@ function M.display(s, max)
       shown = s:sub(i, i + size - 1)
     end
     if max and n + w > max then
-      return table.concat(out, "", 1, math.max(max - 1, 0)) .. "…"
+      -- what fits of max - 1 (a form such as <U+202E> is not split, so
+      -- fewer may be there)
+      return table.concat(out, "", 1, math.min(#out, math.max(max - 1, 0))) .. "…"
     end
     n = n + w
     if w == 1 then
