@@ -60,7 +60,7 @@ local function list(ms)
 end
 
 local function denied(path)
-  return require("claude.selection").denied(path)
+  return require("claude.deny").denied(path)
 end
 
 -- Delivery --------------------------------------------------------------------

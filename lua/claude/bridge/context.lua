@@ -720,15 +720,11 @@ local function buffer_text(buf)
 end
 
 -- denied tells whether path is on the user's deny-list (security.deny):
--- such files' contents never leave Neovim. The globs' half, as the
--- selection module matches them; the host's boundary, which judges every
+-- such files' contents never leave Neovim. The globs' half (claude.deny);
+-- the host's boundary, which judges every
 -- path anyway, also knows another hard link to a deny-listed file.
 local function denied(path)
-  local ok, selection = pcall(require, "claude.selection")
-  if not ok or type(selection.denied) ~= "function" then
-    return false
-  end
-  return selection.denied(path)
+  return require("claude.deny").denied(path)
 end
 
 -- ctx_read: the text of path's buffer when it has unsaved changes (else the
