@@ -815,3 +815,34 @@ func TestMissingHostSaysInstall(t *testing.T) {
 		t.Errorf("the first command without a host: %+v", notes)
 	}
 }
+
+// TestInstallUncreatableDest: an install into a directory that cannot be
+// made (the `bin` option under a file, or where the user may not write)
+// ends with a clear error through its callback, and the next install is not
+// refused as "already running".
+func TestInstallUncreatableDest(t *testing.T) {
+	n := nvimtest.Start(t, nvimtest.Options{})
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dest := filepath.Join(file, "bin", "nvim-claude")
+	var got [][]any
+	n.Eval(t, fmt.Sprintf(`
+		local i, res = require("claude.install"), {}
+		for _ = 1, 2 do
+			local ok, e = pcall(i.run, { mode = "download", dest = %q }, function(o, m) table.insert(res, { o, m }) end)
+			if not ok then table.insert(res, { false, "threw: " .. tostring(e) }) end
+		end
+		vim.wait(2000, function() return #res == 2 end)
+		return res`, dest), &got)
+	if len(got) != 2 {
+		t.Fatalf("want two outcomes, got %v", got)
+	}
+	for _, r := range got {
+		msg, _ := r[1].(string)
+		if r[0] != false || !strings.Contains(msg, "cannot create "+filepath.Join(file, "bin")) {
+			t.Errorf("install into %s: %v, want a failure naming the directory", dest, r)
+		}
+	}
+}

@@ -420,6 +420,16 @@ local function short(path)
   return vim.fn.fnamemodify(path, ":~")
 end
 
+-- make_dir(dir): nil once dir exists, else why not (vim.fn.mkdir throws,
+-- which would end the install without its callback and leave the next one
+-- refused as "already running").
+local function make_dir(dir)
+  local ok, err = pcall(vim.fn.mkdir, dir, "p")
+  if not ok then
+    return string.format("nvim-claude: cannot create %s: %s", dir, (tostring(err):gsub("^Vim:", "")))
+  end
+end
+
 --- Builds the host with Go: go build -trimpath into a temporary name, then
 --- renamed into place. A Go older than go.mod's but 1.21 or newer
 --- (go.fetch) first fetches the toolchain go.mod names through the module
@@ -433,7 +443,10 @@ function M.build(opts, cb)
   local say = opts.progress or function() end
   local dest = opts.dest or dest_of(r)
   local dir = vim.fn.fnamemodify(dest, ":h")
-  vim.fn.mkdir(dir, "p")
+  local merr = make_dir(dir)
+  if merr then
+    return cb(false, merr)
+  end
   sweep(dir)
   local tmp = tmp_name(dir, "build")
   local env, via = nil, ""
@@ -530,7 +543,10 @@ function M.download(opts, cb)
   local signers = M.signers(r, base)
   local dest = opts.dest or dest_of(r)
   local dir = vim.fn.fnamemodify(dest, ":h")
-  vim.fn.mkdir(dir, "p")
+  local merr = make_dir(dir)
+  if merr then
+    return cb(false, merr)
+  end
   sweep(dir)
   local refused = M.url_refused(base)
   if refused then
