@@ -846,3 +846,43 @@ func TestInstallUncreatableDest(t *testing.T) {
 		}
 	}
 }
+
+// foreignWork is a go.work that leaves this module out, named by $GOWORK
+// as a go.work above the plugin's directory would be found: a build that
+// consulted it would fail (or, had it used the plugin and replaced a
+// dependency, build someone else's code).
+func foreignWork(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "other"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string]string{
+		"go.work":      "go 1.21\n\nuse ./other\n",
+		"other/go.mod": "module other\n\ngo 1.21\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, "go.work")
+}
+
+// TestInstallBuildIgnoresGoWork: the install builds the module as go.mod
+// and go.sum pin it, whatever go.work is around.
+func TestInstallBuildIgnoresGoWork(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go on PATH")
+	}
+	root := nvimtest.RepoRoot(t)
+	dest := filepath.Join(t.TempDir(), "nvim-claude")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, nvimtest.Bin(t), "--headless", "-u", "NONE", "-i", "NONE", "-n", "--cmd", rtpPrepend,
+		"-c", fmt.Sprintf(`lua local ok, msg = require("claude.install").run_sync({ mode = "build", root = %q, dest = %q }) io.stdout:write(tostring(ok), " ", msg) vim.cmd("qa!")`, root, dest))
+	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir(), "XDG_DATA_HOME="+t.TempDir(), "NVIM_CLAUDE_ROOT="+root, "GOWORK="+foreignWork(t))
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "true") {
+		t.Fatalf("build with a foreign go.work: %v\n%s", err, out)
+	}
+}

@@ -449,7 +449,10 @@ function M.build(opts, cb)
   end
   sweep(dir)
   local tmp = tmp_name(dir, "build")
-  local env, via = nil, ""
+  -- the host is this module as go.mod and go.sum pin it: a go.work above
+  -- the plugin (or $GOWORK) could otherwise pick the toolchain and replace
+  -- its dependencies
+  local env, via = { GOWORK = "off" }, ""
   local function build(version)
     say(string.format("nvim-claude: building the host with Go %s (the first build takes a minute or two)…", version))
     run(
@@ -484,7 +487,7 @@ function M.build(opts, cb)
   if go.ok or not go.fetch then
     return build(go.version or "?")
   end
-  env = { GOTOOLCHAIN = "auto" }
+  env = { GOTOOLCHAIN = "auto", GOWORK = "off" }
   local set = vim.env.GOTOOLCHAIN
   say(
     string.format(
