@@ -886,3 +886,35 @@ func TestInstallBuildIgnoresGoWork(t *testing.T) {
 		t.Fatalf("build with a foreign go.work: %v\n%s", err, out)
 	}
 }
+
+// TestInstallReadsTheVerifiedSums: the checksums the asset is held to are
+// the bytes whose signature was checked, not the file read again after the
+// check. (An ssh-keygen that rewrites the downloaded SHA256SUMS once it has
+// verified it stands for anything that changes that file in between; the
+// served asset has a byte appended, which the signed list does not allow.)
+func TestInstallReadsTheVerifiedSums(t *testing.T) {
+	host, err := os.ReadFile(hostBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := pluginVersion(t)
+	asset := assetName(version)
+	tampered := append(append([]byte{}, host...), 0)
+	key := newSigner(t)
+	base := serveReleases(t, map[string]release{"r": key.signed(t, sumsLine(asset, host), release{asset: tampered})})
+	root := pluginCopy(t)
+	tools := t.TempDir()
+	swap := fmt.Sprintf("#!/bin/sh\n%q \"$@\"\nrc=$?\nfor f in %q/bin/.nvim-claude.part.*.sums; do printf '%%s\\n' %q >\"$f\"; done\nexit $rc\n",
+		mustLook(t, "ssh-keygen"), root, strings.TrimSpace(sumsLine(asset, tampered)))
+	if err := os.WriteFile(filepath.Join(tools, "ssh-keygen"), []byte(swap), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, err := installRun(t, root, "download", append(key.env(), "NVIM_CLAUDE_RELEASE_URL="+base+"/r",
+		"PATH="+tools+string(os.PathListSeparator)+os.Getenv("PATH"))...)
+	if err == nil || !strings.Contains(out, "refused "+base+"/r/"+asset) {
+		t.Errorf("the asset the signed list does not allow: %v\n%s", err, out)
+	}
+	if got := binFiles(t, root); len(got) != 0 {
+		t.Errorf("bin/ holds %v, want nothing", got)
+	}
+}

@@ -334,9 +334,10 @@ local function fetch(url, dest, cb)
   end)
 end
 
--- verify(sums, sig, signers, cb): cb(nil) when sig is a good signature of
--- the file sums by M.SIGNER for M.NAMESPACE under the keys in signers;
--- else cb(why).
+-- verify(sums, sig, signers, cb): cb(nil, data) when sig is a good
+-- signature of the file sums (whose content is data: what was checked is
+-- what is read, whatever happens to the file afterwards) by M.SIGNER for
+-- M.NAMESPACE under the keys in signers; else cb(why).
 local function verify(sums, sig, signers, cb)
   if vim.fn.executable("ssh-keygen") ~= 1 then
     return cb("ssh-keygen (OpenSSH 8.1 or newer, installed with git almost everywhere) is not on PATH to check it with")
@@ -354,7 +355,7 @@ local function verify(sums, sig, signers, cb)
     { stdin = data },
     function(code, out, err)
       if code == 0 then
-        return cb(nil)
+        return cb(nil, data)
       end
       local why = (err ~= "" and err or out):gsub("%s*\n%s*", "; ")
       cb(why ~= "" and why or ("ssh-keygen exited " .. code))
@@ -606,7 +607,7 @@ function M.download(opts, cb)
       if es then
         return fetch_failed(sums_url .. ".sig", es)
       end
-      verify(sums_tmp, sig_tmp, signers, function(verr)
+      verify(sums_tmp, sig_tmp, signers, function(verr, sums)
         if verr then
           return fail(
             string.format(
@@ -619,11 +620,6 @@ function M.download(opts, cb)
           )
         end
         say("nvim-claude: SHA256SUMS is signed by the release key (" .. short(signers) .. ")")
-        local f = io.open(sums_tmp, "r")
-        local sums = f and f:read("*a") or ""
-        if f then
-          f:close()
-        end
         local want, conflict
         for line in sums:gmatch("[^\r\n]+") do
           if #line <= 512 then
