@@ -64,6 +64,9 @@ func TestMakeFetchesToolchain(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "make", "-C", root, "BIN="+bin, bin)
 	cmd.Env = append(os.Environ(), "GO="+goBin, "GOTOOLCHAIN=local", "MAKEFLAGS=", "NVIM_CLAUDE_NVIM=/nonexistent")
+	// the deadline kills make, not the go it started, which holds the
+	// output pipe while its download stalls: stop waiting for it
+	cmd.WaitDelay = 30 * time.Second
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("make: %v\n%s", err, out)
