@@ -918,3 +918,44 @@ func TestInstallReadsTheVerifiedSums(t *testing.T) {
 		t.Errorf("bin/ holds %v, want nothing", got)
 	}
 }
+
+// TestClaudeInstallShowsOutputSafely: what a failed build printed (here a
+// terminal escape sequence and two lines) reaches :ClaudeInstall's
+// notification displayable, line by line.
+func TestClaudeInstallShowsOutputSafely(t *testing.T) {
+	goStub := filepath.Join(t.TempDir(), "go")
+	script := "#!/bin/sh\ncase \"$1\" in env) echo go1.99.0 ;; *) printf '\\033]52;c;eA==\\007first\\nsecond\\n' >&2; exit 1 ;; esac\n"
+	if err := os.WriteFile(goStub, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	root := pluginCopy(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, nvimtest.Bin(t), "--headless", "-u", "NONE", "-i", "NONE", "-n",
+		"--cmd", rtpPrepend, "-c", "runtime plugin/claude.lua",
+		"-c", `lua _G.notes = {} vim.notify = function(m, l) table.insert(_G.notes, m) end`,
+		"-c", fmt.Sprintf(`lua require("claude").setup({ bin = %q })`, filepath.Join(t.TempDir(), "nvim-claude")),
+		"-c", "ClaudeInstall build",
+		"-c", `lua vim.wait(60000, function() return #_G.notes >= 2 end, 20) io.stdout:write("\n@@", vim.json.encode(_G.notes))`,
+		"-c", "qa!")
+	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir(), "XDG_DATA_HOME="+t.TempDir(), "NVIM_CLAUDE_ROOT="+root, "GO="+goStub)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("nvim: %v\n%s", err, out)
+	}
+	var notes []string
+	i := strings.LastIndex(string(out), "\n@@")
+	if i < 0 {
+		t.Fatalf("no notes: %s", out)
+	}
+	if err := json.Unmarshal(out[i+3:], &notes); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(notes) != 2 {
+		t.Fatalf("want 'installing' and the outcome: %q", notes)
+	}
+	msg := notes[1]
+	if strings.ContainsAny(msg, "\x1b\x07") || !strings.Contains(msg, "^[]52;c;eA==^Gfirst\nsecond") {
+		t.Errorf("the outcome shows the build's output raw or not at all: %q", msg)
+	}
+}

@@ -829,6 +829,13 @@ function M.command(arg)
     if ok and server and server.state().chan then
       msg = msg .. ". The running host goes on until :ClaudeStop; the next start uses the new one."
     end
+    -- it carries what go, curl and ssh-keygen printed: each line made
+    -- displayable, the lines kept
+    local lines = vim.split(msg, "\n", { plain = true })
+    for i, line in ipairs(lines) do
+      lines[i] = require("claude.util").display(line)
+    end
+    msg = table.concat(lines, "\n")
     vim.notify(msg, ok and vim.log.levels.INFO or vim.log.levels.ERROR, { title = "nvim-claude" })
   end)
 end
