@@ -959,3 +959,28 @@ func TestClaudeInstallShowsOutputSafely(t *testing.T) {
 		t.Errorf("the outcome shows the build's output raw or not at all: %q", msg)
 	}
 }
+
+// TestInstallLoopbackRedirect: the test switch allows http on a loopback
+// URL and nothing more: a redirect from there to another http address
+// (which the test key would then vouch for) is not followed.
+func TestInstallLoopbackRedirect(t *testing.T) {
+	host, err := os.ReadFile(hostBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	asset := assetName(pluginVersion(t))
+	key := newSigner(t)
+	elsewhere := serveReleases(t, map[string]release{"r": key.signed(t, sumsLine(asset, host), release{asset: host})})
+	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, elsewhere+r.URL.Path, http.StatusFound)
+	}))
+	t.Cleanup(redirect.Close)
+	root := pluginCopy(t)
+	out, err := installRun(t, root, "download", append(key.env(), "NVIM_CLAUDE_RELEASE_URL="+redirect.URL+"/r")...)
+	if err == nil || !strings.Contains(out, "could not download "+redirect.URL+"/r/SHA256SUMS") {
+		t.Errorf("followed an http redirect: %v\n%s", err, out)
+	}
+	if got := binFiles(t, root); len(got) != 0 {
+		t.Errorf("bin/ holds %v, want nothing", got)
+	}
+}
