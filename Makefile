@@ -48,7 +48,7 @@ doc/tags: $(wildcard doc/*.txt)
 # Each download says what it does; an up-to-date host says nothing.
 DIR ?= $(CURDIR)
 run:
-	@dir='$(DIR)'; case $$dir in "~"|"~/"*) dir=$$HOME$${dir#"~"} ;; esac; \
+	@dir='$(subst ','\'',$(DIR))'; case $$dir in "~"|"~/"*) dir=$$HOME$${dir#"~"} ;; esac; \
 	[ -d "$$dir" ] || { echo "make run: DIR=$$dir is not a directory (DIR is the project to open, e.g. make run DIR=~/src/app)" >&2; exit 1; }; \
 	dir=$$(cd "$$dir" && pwd) && \
 	nvim=$$(command -v nvim || scripts/get-nvim 0.12) && \

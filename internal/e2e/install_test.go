@@ -815,3 +815,172 @@ func TestMissingHostSaysInstall(t *testing.T) {
 		t.Errorf("the first command without a host: %+v", notes)
 	}
 }
+
+// TestInstallUncreatableDest: an install into a directory that cannot be
+// made (the `bin` option under a file, or where the user may not write)
+// ends with a clear error through its callback, and the next install is not
+// refused as "already running".
+func TestInstallUncreatableDest(t *testing.T) {
+	n := nvimtest.Start(t, nvimtest.Options{})
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dest := filepath.Join(file, "bin", "nvim-claude")
+	var got [][]any
+	n.Eval(t, fmt.Sprintf(`
+		local i, res = require("claude.install"), {}
+		for _ = 1, 2 do
+			local ok, e = pcall(i.run, { mode = "download", dest = %q }, function(o, m) table.insert(res, { o, m }) end)
+			if not ok then table.insert(res, { false, "threw: " .. tostring(e) }) end
+		end
+		vim.wait(2000, function() return #res == 2 end)
+		return res`, dest), &got)
+	if len(got) != 2 {
+		t.Fatalf("want two outcomes, got %v", got)
+	}
+	for _, r := range got {
+		msg, _ := r[1].(string)
+		if r[0] != false || !strings.Contains(msg, "cannot create "+filepath.Join(file, "bin")) {
+			t.Errorf("install into %s: %v, want a failure naming the directory", dest, r)
+		}
+	}
+}
+
+// foreignWork is a go.work that leaves this module out, named by $GOWORK
+// as a go.work above the plugin's directory would be found: a build that
+// consulted it would fail (or, had it used the plugin and replaced a
+// dependency, build someone else's code).
+func foreignWork(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "other"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string]string{
+		"go.work":      "go 1.21\n\nuse ./other\n",
+		"other/go.mod": "module other\n\ngo 1.21\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, "go.work")
+}
+
+// TestInstallBuildIgnoresGoWork: the install builds the module as go.mod
+// and go.sum pin it, whatever go.work is around.
+func TestInstallBuildIgnoresGoWork(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go on PATH")
+	}
+	root := nvimtest.RepoRoot(t)
+	dest := filepath.Join(t.TempDir(), "nvim-claude")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, nvimtest.Bin(t), "--headless", "-u", "NONE", "-i", "NONE", "-n", "--cmd", rtpPrepend,
+		"-c", fmt.Sprintf(`lua local ok, msg = require("claude.install").run_sync({ mode = "build", root = %q, dest = %q }) io.stdout:write(tostring(ok), " ", msg) vim.cmd("qa!")`, root, dest))
+	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir(), "XDG_DATA_HOME="+t.TempDir(), "NVIM_CLAUDE_ROOT="+root, "GOWORK="+foreignWork(t))
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "true") {
+		t.Fatalf("build with a foreign go.work: %v\n%s", err, out)
+	}
+}
+
+// TestInstallReadsTheVerifiedSums: the checksums the asset is held to are
+// the bytes whose signature was checked, not the file read again after the
+// check. (An ssh-keygen that rewrites the downloaded SHA256SUMS once it has
+// verified it stands for anything that changes that file in between; the
+// served asset has a byte appended, which the signed list does not allow.)
+func TestInstallReadsTheVerifiedSums(t *testing.T) {
+	host, err := os.ReadFile(hostBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := pluginVersion(t)
+	asset := assetName(version)
+	tampered := append(append([]byte{}, host...), 0)
+	key := newSigner(t)
+	base := serveReleases(t, map[string]release{"r": key.signed(t, sumsLine(asset, host), release{asset: tampered})})
+	root := pluginCopy(t)
+	tools := t.TempDir()
+	swap := fmt.Sprintf("#!/bin/sh\n%q \"$@\"\nrc=$?\nfor f in %q/bin/.nvim-claude.part.*.sums; do printf '%%s\\n' %q >\"$f\"; done\nexit $rc\n",
+		mustLook(t, "ssh-keygen"), root, strings.TrimSpace(sumsLine(asset, tampered)))
+	if err := os.WriteFile(filepath.Join(tools, "ssh-keygen"), []byte(swap), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, err := installRun(t, root, "download", append(key.env(), "NVIM_CLAUDE_RELEASE_URL="+base+"/r",
+		"PATH="+tools+string(os.PathListSeparator)+os.Getenv("PATH"))...)
+	if err == nil || !strings.Contains(out, "refused "+base+"/r/"+asset) {
+		t.Errorf("the asset the signed list does not allow: %v\n%s", err, out)
+	}
+	if got := binFiles(t, root); len(got) != 0 {
+		t.Errorf("bin/ holds %v, want nothing", got)
+	}
+}
+
+// TestClaudeInstallShowsOutputSafely: what a failed build printed (here a
+// terminal escape sequence and two lines) reaches :ClaudeInstall's
+// notification displayable, line by line.
+func TestClaudeInstallShowsOutputSafely(t *testing.T) {
+	goStub := filepath.Join(t.TempDir(), "go")
+	script := "#!/bin/sh\ncase \"$1\" in env) echo go1.99.0 ;; *) printf '\\033]52;c;eA==\\007first\\nsecond\\n' >&2; exit 1 ;; esac\n"
+	if err := os.WriteFile(goStub, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	root := pluginCopy(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, nvimtest.Bin(t), "--headless", "-u", "NONE", "-i", "NONE", "-n",
+		"--cmd", rtpPrepend, "-c", "runtime plugin/claude.lua",
+		"-c", `lua _G.notes = {} vim.notify = function(m, l) table.insert(_G.notes, m) end`,
+		"-c", fmt.Sprintf(`lua require("claude").setup({ bin = %q })`, filepath.Join(t.TempDir(), "nvim-claude")),
+		"-c", "ClaudeInstall build",
+		"-c", `lua vim.wait(60000, function() return #_G.notes >= 2 end, 20) io.stdout:write("\n@@", vim.json.encode(_G.notes))`,
+		"-c", "qa!")
+	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir(), "XDG_DATA_HOME="+t.TempDir(), "NVIM_CLAUDE_ROOT="+root, "GO="+goStub)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("nvim: %v\n%s", err, out)
+	}
+	var notes []string
+	i := strings.LastIndex(string(out), "\n@@")
+	if i < 0 {
+		t.Fatalf("no notes: %s", out)
+	}
+	if err := json.Unmarshal(out[i+3:], &notes); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(notes) != 2 {
+		t.Fatalf("want 'installing' and the outcome: %q", notes)
+	}
+	msg := notes[1]
+	if strings.ContainsAny(msg, "\x1b\x07") || !strings.Contains(msg, "^[]52;c;eA==^Gfirst\nsecond") {
+		t.Errorf("the outcome shows the build's output raw or not at all: %q", msg)
+	}
+}
+
+// TestInstallLoopbackRedirect: the test switch allows http on a loopback
+// URL and nothing more: a redirect from there to another http address
+// (which the test key would then vouch for) is not followed.
+func TestInstallLoopbackRedirect(t *testing.T) {
+	host, err := os.ReadFile(hostBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	asset := assetName(pluginVersion(t))
+	key := newSigner(t)
+	elsewhere := serveReleases(t, map[string]release{"r": key.signed(t, sumsLine(asset, host), release{asset: host})})
+	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, elsewhere+r.URL.Path, http.StatusFound)
+	}))
+	t.Cleanup(redirect.Close)
+	root := pluginCopy(t)
+	out, err := installRun(t, root, "download", append(key.env(), "NVIM_CLAUDE_RELEASE_URL="+redirect.URL+"/r")...)
+	if err == nil || !strings.Contains(out, "could not download "+redirect.URL+"/r/SHA256SUMS") {
+		t.Errorf("followed an http redirect: %v\n%s", err, out)
+	}
+	if got := binFiles(t, root); len(got) != 0 {
+		t.Errorf("bin/ holds %v, want nothing", got)
+	}
+}

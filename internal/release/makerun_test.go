@@ -60,6 +60,14 @@ func TestMakeRun(t *testing.T) {
 			t.Errorf("a second make run talks about make's targets:\n%s", out)
 		}
 	}
+	// a project whose name has a space and a quote opens like any other
+	odd := filepath.Join(home, "src", "bob's app")
+	if err := os.MkdirAll(odd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := makeRun(t, odd); err != nil || !strings.Contains(out, "cwd="+odd+"\n") {
+		t.Errorf("make run DIR=%s: %v\n%s", odd, err, out)
+	}
 	if out, err := makeRun(t, filepath.Join(home, "nope")); err == nil || !strings.Contains(out, "is not a directory") {
 		t.Errorf("make run DIR=<missing>: %v\n%s", err, out)
 	}

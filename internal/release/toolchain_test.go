@@ -64,6 +64,9 @@ func TestMakeFetchesToolchain(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "make", "-C", root, "BIN="+bin, bin)
 	cmd.Env = append(os.Environ(), "GO="+goBin, "GOTOOLCHAIN=local", "MAKEFLAGS=", "NVIM_CLAUDE_NVIM=/nonexistent")
+	// the deadline kills make, not the go it started, which holds the
+	// output pipe while its download stalls: stop waiting for it
+	cmd.WaitDelay = 30 * time.Second
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("make: %v\n%s", err, out)
@@ -81,5 +84,36 @@ func TestMakeFetchesToolchain(t *testing.T) {
 	}
 	if v, err := exec.Command(bin, "-version").CombinedOutput(); err != nil || !strings.Contains(string(v), app.Version) {
 		t.Errorf("the host make built: -version: %v %s", err, v)
+	}
+}
+
+// TestMakeIgnoresGoWork: make builds the module as go.mod and go.sum pin
+// it, whatever go.work is around ($GOWORK stands for one found above the
+// checkout): a go.work could otherwise pick the toolchain and replace the
+// host's dependencies.
+func TestMakeIgnoresGoWork(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make")
+	}
+	root, err := filepath.Abs(repoRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(work, "other"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string]string{"go.work": "go 1.21\n\nuse ./other\n", "other/go.mod": "module other\n\ngo 1.21\n"} {
+		if err := os.WriteFile(filepath.Join(work, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := filepath.Join(t.TempDir(), "nvim-claude")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "make", "-C", root, "BIN="+bin, bin)
+	cmd.Env = append(os.Environ(), "GOWORK="+filepath.Join(work, "go.work"), "MAKEFLAGS=", "NVIM_CLAUDE_NVIM=/nonexistent")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("make with a foreign go.work: %v\n%s", err, out)
 	}
 }

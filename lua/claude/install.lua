@@ -295,20 +295,22 @@ end
 
 -- fetch(url, dest, cb): cb(nil) once url's body is in dest; else
 -- cb({ status = 404 }) or cb({ network = "curl: (7) …" }). https only, for
--- redirects too (the loopback URLs of the tests aside: M.url_refused).
+-- redirects too (a loopback URL of the tests aside, not its redirects:
+-- M.url_refused).
 local function fetch(url, dest, cb)
   if vim.fn.executable("curl") ~= 1 then
     return cb({ network = "curl is not installed" })
   end
-  local proto = loopback(url) and "=http" or "=https"
+  -- (a loopback test URL may be http, but not what it redirects to: the
+  -- test key would vouch for another host's release)
   return run({
     "curl",
     "-sS",
     "-L",
     "--proto",
-    proto,
+    loopback(url) and "=http" or "=https",
     "--proto-redir",
-    proto,
+    "=https",
     "--connect-timeout",
     "15",
     "--max-time",
@@ -334,9 +336,10 @@ local function fetch(url, dest, cb)
   end)
 end
 
--- verify(sums, sig, signers, cb): cb(nil) when sig is a good signature of
--- the file sums by M.SIGNER for M.NAMESPACE under the keys in signers;
--- else cb(why).
+-- verify(sums, sig, signers, cb): cb(nil, data) when sig is a good
+-- signature of the file sums (whose content is data: what was checked is
+-- what is read, whatever happens to the file afterwards) by M.SIGNER for
+-- M.NAMESPACE under the keys in signers; else cb(why).
 local function verify(sums, sig, signers, cb)
   if vim.fn.executable("ssh-keygen") ~= 1 then
     return cb("ssh-keygen (OpenSSH 8.1 or newer, installed with git almost everywhere) is not on PATH to check it with")
@@ -354,7 +357,7 @@ local function verify(sums, sig, signers, cb)
     { stdin = data },
     function(code, out, err)
       if code == 0 then
-        return cb(nil)
+        return cb(nil, data)
       end
       local why = (err ~= "" and err or out):gsub("%s*\n%s*", "; ")
       cb(why ~= "" and why or ("ssh-keygen exited " .. code))
@@ -420,6 +423,16 @@ local function short(path)
   return vim.fn.fnamemodify(path, ":~")
 end
 
+-- make_dir(dir): nil once dir exists, else why not (vim.fn.mkdir throws,
+-- which would end the install without its callback and leave the next one
+-- refused as "already running").
+local function make_dir(dir)
+  local ok, err = pcall(vim.fn.mkdir, dir, "p")
+  if not ok then
+    return string.format("nvim-claude: cannot create %s: %s", dir, (tostring(err):gsub("^Vim:", "")))
+  end
+end
+
 --- Builds the host with Go: go build -trimpath into a temporary name, then
 --- renamed into place. A Go older than go.mod's but 1.21 or newer
 --- (go.fetch) first fetches the toolchain go.mod names through the module
@@ -433,10 +446,16 @@ function M.build(opts, cb)
   local say = opts.progress or function() end
   local dest = opts.dest or dest_of(r)
   local dir = vim.fn.fnamemodify(dest, ":h")
-  vim.fn.mkdir(dir, "p")
+  local merr = make_dir(dir)
+  if merr then
+    return cb(false, merr)
+  end
   sweep(dir)
   local tmp = tmp_name(dir, "build")
-  local env, via = nil, ""
+  -- the host is this module as go.mod and go.sum pin it: a go.work above
+  -- the plugin (or $GOWORK) could otherwise pick the toolchain and replace
+  -- its dependencies
+  local env, via = { GOWORK = "off" }, ""
   local function build(version)
     say(string.format("nvim-claude: building the host with Go %s (the first build takes a minute or two)…", version))
     run(
@@ -471,7 +490,7 @@ function M.build(opts, cb)
   if go.ok or not go.fetch then
     return build(go.version or "?")
   end
-  env = { GOTOOLCHAIN = "auto" }
+  env = { GOTOOLCHAIN = "auto", GOWORK = "off" }
   local set = vim.env.GOTOOLCHAIN
   say(
     string.format(
@@ -530,7 +549,10 @@ function M.download(opts, cb)
   local signers = M.signers(r, base)
   local dest = opts.dest or dest_of(r)
   local dir = vim.fn.fnamemodify(dest, ":h")
-  vim.fn.mkdir(dir, "p")
+  local merr = make_dir(dir)
+  if merr then
+    return cb(false, merr)
+  end
   sweep(dir)
   local refused = M.url_refused(base)
   if refused then
@@ -587,7 +609,7 @@ function M.download(opts, cb)
       if es then
         return fetch_failed(sums_url .. ".sig", es)
       end
-      verify(sums_tmp, sig_tmp, signers, function(verr)
+      verify(sums_tmp, sig_tmp, signers, function(verr, sums)
         if verr then
           return fail(
             string.format(
@@ -600,11 +622,6 @@ function M.download(opts, cb)
           )
         end
         say("nvim-claude: SHA256SUMS is signed by the release key (" .. short(signers) .. ")")
-        local f = io.open(sums_tmp, "r")
-        local sums = f and f:read("*a") or ""
-        if f then
-          f:close()
-        end
         local want, conflict
         for line in sums:gmatch("[^\r\n]+") do
           if #line <= 512 then
@@ -814,6 +831,13 @@ function M.command(arg)
     if ok and server and server.state().chan then
       msg = msg .. ". The running host goes on until :ClaudeStop; the next start uses the new one."
     end
+    -- it carries what go, curl and ssh-keygen printed: each line made
+    -- displayable, the lines kept
+    local lines = vim.split(msg, "\n", { plain = true })
+    for i, line in ipairs(lines) do
+      lines[i] = require("claude.util").display(line)
+    end
+    msg = table.concat(lines, "\n")
     vim.notify(msg, ok and vim.log.levels.INFO or vim.log.levels.ERROR, { title = "nvim-claude" })
   end)
 end
