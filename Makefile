@@ -86,7 +86,7 @@ test-latest: build
 	echo "=== CLI $$($$claude --version), Neovim 0.12" && \
 	NVIM_BIN=$$nv CLAUDE_BIN=$$claude $(GO) test -race -count=1 -timeout 15m ./internal/e2e/...
 
-# Benchmarks (issue 6): Go micro-benchmarks, and scripted scenarios against a
+# Benchmarks: Go micro-benchmarks, and scripted scenarios against a
 # headless Neovim 0.12 running $(BIN), each compared with a floor measured in
 # the same run; rewrites BENCHMARKS.md (about 15 minutes on 2 cores). It
 # reports: a missed target never fails it, a broken scenario does. With perf
@@ -97,7 +97,7 @@ bench: build
 	@nv=$$(scripts/get-nvim 0.12) && \
 	$(GO) run ./internal/bench -nvim "$$nv" -host $(CURDIR)/$(BIN) $(BENCHFLAGS)
 
-# Reliability (issue 7, RELIABILITY.md). soak: the full load — 16 clients ×
+# Reliability (RELIABILITY.md). soak: the full load — 16 clients ×
 # 5,000 tool calls while 50,000 cursor moves stream out — once per Neovim
 # line, with a leak check (about 4 minutes a line). fuzz: each fuzz target for
 # FUZZTIME; a crasher lands in testdata/fuzz and becomes a regression seed

@@ -19,7 +19,7 @@ import (
 	"github.com/nvim-claude/nvim-claude/workspace"
 )
 
-// The editor tools (issue 9): a second MCP server, named "nvim", through
+// The editor tools: a second MCP server, named "nvim", through
 // which the model asks what Neovim knows — its language servers,
 // tree-sitter, its buffers. The CLI shows the model only getDiagnostics and
 // executeCode of the IDE server's tools (PROTOCOL.md §4); tools of an MCP

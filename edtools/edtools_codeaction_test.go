@@ -98,7 +98,7 @@ func (h *edHarness) listActions(t *testing.T, args map[string]any, title string)
 	return text
 }
 
-// Issue 9: a code action is applied only as far as the user accepts its
+// A code action is applied only as far as the user accepts its
 // diffs, through Neovim's buffers, and the result says what happened.
 func TestEditorToolsApplyCodeAction(t *testing.T) {
 	organize := map[string]any{"file": "fix/fix.go", "line": 5}

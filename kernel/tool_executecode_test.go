@@ -199,7 +199,7 @@ func waitDead(t *testing.T, pid int, what string) {
 	}
 }
 
-// Issue 11: state kept between calls, a PNG comes back as an image item,
+// State kept between calls, a PNG comes back as an image item,
 // an exception returns the traceback, an infinite loop hits the timeout and
 // the kernel survives with its state; stdout, stderr and results in order.
 func TestExecuteCodeRuns(t *testing.T) {
@@ -286,7 +286,7 @@ func (h *execHarness) floatOpen(t *testing.T) string {
 	return text
 }
 
-// Issue 11: before anything runs the user sees the code in a float and
+// Before anything runs the user sees the code in a float and
 // answers with r/<CR> (run), a (always for this CLI session) or c/<Esc>/q
 // (cancel → the declined error). Nothing runs on cancel: not even the
 // kernel starts.
@@ -570,7 +570,7 @@ func (h *execHarness) confirmState(t *testing.T) confirmState {
 	return st
 }
 
-// Issue 14, finding 1: with the focus in the Claude terminal, the user types
+// With the focus in the Claude terminal, the user types
 // `ls -la<CR>` at a normal pace while an executeCode request arrives. The
 // float must not take the focus, the terminal must get every key, and
 // nothing runs until the user goes to the float and presses a key after

@@ -792,7 +792,7 @@ func TestEditorsUnmarshal(t *testing.T) {
 	}
 }
 
-// TestActiveEditorAgrees pins issue 15: getOpenEditors' active file (and
+// TestActiveEditorAgrees pins this: getOpenEditors' active file (and
 // isActive) and getCurrentSelection read the same window, claude.editor's
 // active editor, also where the old pickers differed (a file window in
 // diff mode or the preview window has the focus).

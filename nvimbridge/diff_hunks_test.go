@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// Per-hunk answers (issue 19): the hunk under the cursor is accepted (kept,
+// Per-hunk answers: the hunk under the cursor is accepted (kept,
 // marked) or rejected (the current text back in the proposal), the counter
 // says where the user is, the accepted file is the assembled text in the
 // file's own line endings, and a proposal whose every hunk was rejected is

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// Issue 14, finding 9: the proposal directories of hosts that are gone are
+// The proposal directories of hosts that are gone are
 // swept at the next start; a live host's are not.
 func TestSweepStaleProposals(t *testing.T) {
 	tmp := t.TempDir()

@@ -16,7 +16,7 @@ import (
 	"github.com/nvim-claude/nvim-claude/internal/bench/chatwire"
 )
 
-// The chat scenarios (issue 18) drive the chat panel (:ClaudeChat) of a
+// The chat scenarios drive the chat panel (:ClaudeChat) of a
 // real Neovim 0.12 that runs this checkout's plugin and host, with the
 // stand-in CLI (internal/bench/standin) as the chat's CLI (chat.cmd): it
 // replays the real CLI's stream-json turn with numbered marker words at a

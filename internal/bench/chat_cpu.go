@@ -94,7 +94,7 @@ func runChatCPU(ctx context.Context, r *runner) (*section, error) {
 		ratio := p.median() / f.median()
 		target, v := "—", verdictInfo
 		if pg.target {
-			target, v = "≤ 1.5× (issue 18)", verdict(ratio <= 1.5)
+			target, v = "≤ 1.5×", verdict(ratio <= 1.5)
 			if ratio > 1.5 {
 				missed = append(missed, pg)
 			}

@@ -160,6 +160,6 @@ func runChatMem(ctx context.Context, r *runner) (*section, error) {
 	sec.add(row{order: 23, num: "23", scenario: fmt.Sprintf("chat: host memory, %d chats open and streaming (up to %s deltas/s each)", chats, thousands(loads[len(loads)-1].rate)),
 		figure: "host VmHWM (VmRSS peak)", result: fmtMB(float64(worst)),
 		spread: fmt.Sprintf("VmRSS %s idle with %d chats, %s at the end", fmtMB(float64(phases[1].rss)), chats, fmtMB(float64(last.rss))),
-		target: "≤ 30 MB = 28.6 MiB (issue 18)", verdict: verdict(float64(worst) <= 30e6), ref: "—"})
+		target: "≤ 30 MB = 28.6 MiB", verdict: verdict(float64(worst) <= 30e6), ref: "—"})
 	return sec, nil
 }

@@ -159,7 +159,7 @@ func runScript(ctx context.Context, e *editor, c *ideClient, keys []string) (cpu
 	return run, nil
 }
 
-// cpuTarget is scenario 1's target (issue 18): Neovim's CPU time with the
+// cpuTarget is scenario 1's target: Neovim's CPU time with the
 // plugin at most this many times its time without.
 const cpuTarget = 1.03
 
@@ -253,7 +253,7 @@ func runCursor(ctx context.Context, r *runner) (*section, error) {
 		figure: "Neovim CPU time, plugin vs not loaded",
 		result: fmt.Sprintf("%s (%s vs %s; %+.1f µs per move)", fmtRatio(ratio), fmtMS(cpuP.median()), fmtMS(cpuB.median()), perMove),
 		spread: fmt.Sprintf("per-run ratio %s–%s (%d runs)", fmtRatio(rat.min()), fmtRatio(rat.max()), runs),
-		target: fmt.Sprintf("≤ %.2f× (issue 18)", cpuTarget), verdict: verdict(ratio <= cpuTarget), ref: "1.14–1.28× (+11 µs per move)"})
+		target: fmt.Sprintf("≤ %.2f×", cpuTarget), verdict: verdict(ratio <= cpuTarget), ref: "1.14–1.28× (+11 µs per move)"})
 
 	sec.printf("**1 — CPU.** Two headless Neovims (`--embed --headless --clean`, no UI attached) edit the same %d-line Go file "+
 		"(`%s`); one has the plugin (`setup()`, `:ClaudeServe`, one WebSocket client connected and handshaken as the CLI does, "+
@@ -336,7 +336,7 @@ func runCursor(ctx context.Context, r *runner) (*section, error) {
 		figure: "last move → its selection_changed, p50 / p99",
 		result: fmt.Sprintf("%s / %s", fmtMS(norm.median()), fmtMS(norm.quantile(0.99))),
 		spread: fmt.Sprintf("p25–p75 %s, n=%d", fmtRange(norm.quantile(0.25), norm.quantile(0.75)), len(norm)),
-		target: "p99 ≤ 55 ms (issue 18)", verdict: verdict(norm.quantile(0.99) <= 55), ref: "101 / 102 ms (100 ms debounce)"})
+		target: "p99 ≤ 55 ms", verdict: verdict(norm.quantile(0.99) <= 55), ref: "101 / 102 ms (100 ms debounce)"})
 	sec.add(row{order: 2.1, num: "2", scenario: "same: a Visual selection ended with `<Esc>`",
 		figure: "`<Esc>` → its selection_changed, p50 / p99",
 		result: fmt.Sprintf("%s / %s", fmtMS(vis.median()), fmtMS(vis.quantile(0.99))),
@@ -399,7 +399,7 @@ func isolatedMoves(ctx context.Context, r *runner, sec *section, ep, eb *editor,
 		figure: "the move → its selection_changed, p50 / p99",
 		result: fmt.Sprintf("%s / %s", fmtMS(lat.median()), fmtMS(lat.quantile(0.99))),
 		spread: fmt.Sprintf("p25–p75 %s, n=%d; floor (CursorMoved, no plugin) p50 %s", fmtRange(lat.quantile(0.25), lat.quantile(0.75)), len(lat), fmtMS(floor.median())),
-		target: "p99 ≤ 5 ms (issue 18)", verdict: verdict(lat.quantile(0.99) <= 5), ref: "—"})
+		target: "p99 ≤ 5 ms", verdict: verdict(lat.quantile(0.99) <= 5), ref: "—"})
 	sm := lat.summarize()
 	sec.printf("**2 — isolated moves.** On the plugin Neovim, with the same client: %d single motions (`j k w b`, seeded), each "+
 		"after %d ms with no move, so that the cursor has rested for longer than the 50 ms debounce and the plugin's debounced pull of "+

@@ -483,7 +483,7 @@ func runDiff(ctx context.Context, r *runner) (*section, error) {
 			figure: "tools/call sent → diff drawn, vs Neovim's own load + diff",
 			result: fmt.Sprintf("%s vs %s: %s", fmtMS(drawn.median()), fmtMS(floor.median()), fmtRatio(ratio)),
 			spread: fmt.Sprintf("per-rep ratio %s–%s (%d reps)", fmtRatio(dr.min()), fmtRatio(dr.max()), len(dr)),
-			target: "≤ 1.25× floor (issue 18)", verdict: verdict(ratio <= 1.25), ref: "5× floor: " + refs[0]})
+			target: "≤ 1.25× floor", verdict: verdict(ratio <= 1.25), ref: "5× floor: " + refs[0]})
 		okStall := stall.median() <= fstall.median()+20 && transit.median() <= 15
 		sec.add(row{order: 4 + ord, num: "4", scenario: "same, " + label,
 			figure: "longest main-loop stall (5 ms timer) vs floor; longest while in transit",
@@ -495,7 +495,7 @@ func runDiff(ctx context.Context, r *runner) (*section, error) {
 			figure: "`:w` → FILE_SAVED with the contents at the client, vs reading the buffer's lines",
 			result: fmt.Sprintf("%s vs %s: %s", fmtMS(acc.median()), fmtMS(read.median()), fmtRatio(aratio)),
 			spread: fmt.Sprintf("per-rep ratio %s–%s", fmtRatio(ar.min()), fmtRatio(ar.max())),
-			target: "≤ 1.5× floor (issue 18; issue 6: 1.2×)", verdict: verdict(aratio <= 1.5), ref: refs[2]})
+			target: "≤ 1.5× floor (was 1.2×)", verdict: verdict(aratio <= 1.5), ref: refs[2]})
 		if sz.mb == 20 {
 			memP, memB, payload = pr, br, len(proposal)
 		}

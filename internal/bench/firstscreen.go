@@ -21,7 +21,7 @@ import (
 // the terminal is the first screen.
 const firstScreenMark = "FIRST-SCREEN-MARK-7f3a"
 
-// runFirstScreen is issue 18's startup row: Neovim's real TUI in a
+// runFirstScreen is the startup row: Neovim's real TUI in a
 // pseudo-terminal, from exec to the first screen (the opened file's text on
 // the terminal), for a config without the plugin, with setup(), and with
 // setup({ auto_start = true }) — the host must start after the first
@@ -99,7 +99,7 @@ func runFirstScreen(ctx context.Context, r *runner) (*section, error) {
 			figure: "exec → first screen, plugin vs no plugin",
 			result: fmt.Sprintf("%+.2f ms (%s vs %s)", cost, fmtMS(res[v.name].median()), fmtMS(res[v.base].median())),
 			spread: fmt.Sprintf("paired difference p25–p75 %+.2f…%+.2f ms, n=%d", d.quantile(0.25), d.quantile(0.75), len(d)),
-			target: "≤ +1 ms (issue 18)", verdict: verdict(cost <= 1), ref: "+10.5 ms (claudecode.nvim, auto_start)"})
+			target: "≤ +1 ms", verdict: verdict(cost <= 1), ref: "+10.5 ms (claudecode.nvim, auto_start)"})
 	}
 	sec.printf("`%s -u <init.lua> -i NONE -n mark.txt` with its real TUI in a %dx%d pseudo-terminal (TERM=xterm-256color), "+
 		"in a fresh HOME/XDG tree, %d times per variant (interleaved, after one warm-up round); the time from exec to the "+

@@ -1,6 +1,6 @@
 //go:build linux
 
-// Command bench measures nvim-claude against the targets of issue 6 and
+// Command bench measures nvim-claude against its targets and
 // writes BENCHMARKS.md: scripted scenarios against a real headless Neovim
 // running the real host binary, driven over the wire (msgpack-RPC into
 // Neovim, the IDE protocol's WebSocket JSON-RPC into the host), each

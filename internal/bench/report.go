@@ -144,7 +144,7 @@ func (r *runner) report(sections []*section) string {
 
 	w("## Summary\n\n")
 	w("Median over the runs; the spread column is p25–p75 or min–max as it says. \"floor\" is the same work done without the plugin " +
-		"(a bare Neovim, or a bare gorilla/websocket echo server) in the same run. Targets are issue 6's unless the column names issue 18 (which set new ones for some rows; where both set one, the stricter is shown, or both); reference figures are issue 6's measurements of coder/claudecode.nvim.\n\n")
+		"(a bare Neovim, or a bare gorilla/websocket echo server) in the same run. Each row has its target in its own column (where a target was tightened, the old one is shown beside it as \"was\"); reference figures are measurements of coder/claudecode.nvim.\n\n")
 	w("| # | scenario | figure | this run (median) | spread | target | verdict | reference plugin |\n")
 	w("|---|---|---|---|---|---|---|---|\n")
 	var rows []row

@@ -333,7 +333,7 @@ func runRoundTrip(ctx context.Context, r *runner) (*section, error) {
 		figure: "calls per second vs bare echo",
 		result: fmt.Sprintf("%.0f/s (echo %.0f/s): %s", hr.median(), er.median(), fmtRatio(rr.median())),
 		spread: fmt.Sprintf("ratio %s–%s over %d rounds", fmtRatio(rr.min()), fmtRatio(rr.max()), rounds),
-		target: "≥ 0.9× echo (issue 18)", verdict: verdict(rr.median() >= 0.9), ref: ref})
+		target: "≥ 0.9× echo", verdict: verdict(rr.median() >= 0.9), ref: ref})
 	if toolNote != "" {
 		sec.rows[0].verdict += " (" + toolNote + ")"
 	}

@@ -2,7 +2,7 @@
 
 package e2e
 
-// Issue 14: the attacks on the file boundary, each as a client holding what
+// The attacks on the file boundary, each as a client holding what
 // the CLI (and so the model) holds — the lock file's token, or the editor
 // tools' socket through the relay — against a real Neovim running the plugin
 // and the real host.
@@ -157,7 +157,7 @@ func allowed(t *testing.T, what string, m map[string]any, want string) {
 	}
 }
 
-// TestBoundaryRefusesTheAttacks: findings 2, 4 and 7 of issue 14.
+// TestBoundaryRefusesTheAttacks: the file-boundary attacks.
 func TestBoundaryRefusesTheAttacks(t *testing.T) {
 	home, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {

@@ -2,7 +2,7 @@
 
 package e2e
 
-// Issue 14, finding 2: every tool that reads, shows or changes a file, on
+// Every tool that reads, shows or changes a file, on
 // either MCP server, goes through the workspace boundary. The attacks are
 // made with exactly what the CLI (and so the model) holds: the lock file's
 // token for the IDE server, the socket and its token for the editor-tools

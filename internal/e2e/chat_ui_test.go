@@ -1032,7 +1032,7 @@ return out`, &got)
 "same_number":true,"same_fdm":"manual","same_winbar":""}`)
 }
 
-// Issue 14, finding 8: a permission key answers the prompt under the
+// A permission key answers the prompt under the
 // cursor and nothing else. With the cursor elsewhere it answers nothing and
 // says which prompt waits and how to reach it (]p).
 func TestChatUIPermissionKeyAnswersOnlyThePromptUnderTheCursor(t *testing.T) {
@@ -1086,7 +1086,7 @@ func TestChatUIPermissionKeyAnswersOnlyThePromptUnderTheCursor(t *testing.T) {
 	}
 }
 
-// Issue 16, defect 8: an Edit prompt names its file once (in its heading);
+// An Edit prompt names its file once (in its heading);
 // the prompt's header names both send keys; a narrow transcript window
 // keeps the chat's name in its header and drops the tail.
 func TestChatUIHeadersAndEditPrompt(t *testing.T) {
@@ -1118,7 +1118,7 @@ return { prompt = vim.wo[pw].winbar, narrow = shown }`, &bars)
 	}
 }
 
-// Issue 16, defect 7: "@no<Tab>" arriving in one batch (fast typing, a
+// "@no<Tab>" arriving in one batch (fast typing, a
 // paste, a slow link) completes the file, and what follows in the batch
 // comes after the completion; a <Tab> elsewhere stays a <Tab>. (It gave
 // "@no" and two spaces: the <Tab> was decided before "@no" was in the line.)
@@ -1142,7 +1142,7 @@ func TestChatUICompletionWithBatchedInput(t *testing.T) {
 	}
 }
 
-// Issue 16, defect 6: R lists what it will change and delete and does
+// R lists what it will change and delete and does
 // nothing unless the user says "Rewind"; U undoes the whole rewind, the
 // deleted file included. (R used to rewind at once, and u could not bring
 // a deleted file back.)

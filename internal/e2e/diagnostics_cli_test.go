@@ -66,7 +66,7 @@ func (s *session) acceptEdits(t *testing.T) {
 	}
 }
 
-// Issue 4, test 4: an error set with vim.diagnostic.set reaches the model
+// An error set with vim.diagnostic.set reaches the model
 // through mcp__ide__getDiagnostics (found with ToolSearch, allowed in the
 // CLI's permission dialog).
 func TestCLIGetDiagnosticsTool(t *testing.T) {
@@ -150,7 +150,7 @@ vim.fn.bufload(b)
 vim.bo[b].buflisted = true
 lint(b)`
 
-// Issue 4, test 5: an Edit that introduces a diagnostic (a fake linter
+// An Edit that introduces a diagnostic (a fake linter
 // reports TODO comments when the buffer is read or reloaded) reaches the
 // model as <new-diagnostics>. The CLI asks getDiagnostics {uri} just before
 // writing and getDiagnostics {} right after: that second call reloads the

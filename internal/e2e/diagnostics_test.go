@@ -102,7 +102,7 @@ func asDiagFrame(m map[string]any) (diagFrame, bool) {
 	return f, json.Unmarshal(b, &f) == nil
 }
 
-// Issue 4, test 6: with gopls attached to a Go file with a type error,
+// With gopls attached to a Go file with a type error,
 // getDiagnostics returns gopls's diagnostic (range in UTF-16 units, as gopls
 // sent it), and fixing the error pushes a diagnostics_changed without it.
 // The module's root is outside Neovim's cwd: it joins the workspace folders,

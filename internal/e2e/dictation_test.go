@@ -18,7 +18,7 @@ import (
 	"github.com/nvim-claude/nvim-claude/nvimbridge/nvimtest"
 )
 
-// Dictation (issue 21): no microphone. The recorder is a script standing in
+// Dictation: no microphone. The recorder is a script standing in
 // for pw-record/arecord (dictation.recorder.cmd): it copies a WAV made
 // beforehand to the output path, then records "silence" until it is
 // stopped (SIGINT, as the plugin stops a real recorder). The engine is a

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Issue 14: openDiff refuses a deny-listed file (its text would sit in a
+// openDiff refuses a deny-listed file (its text would sit in a
 // diff buffer under a name no deny-list matches). What the real CLI does
 // with that isError: it keeps its own permission dialog in the terminal —
 // the one it shows beside every IDE diff — and the user's answer there

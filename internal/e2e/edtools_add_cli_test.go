@@ -17,7 +17,7 @@ import (
 	"github.com/nvim-claude/nvim-claude/internal/fakeapi"
 )
 
-// Issue 9: a user who runs `claude` outside Neovim registers the editor
+// A user who runs `claude` outside Neovim registers the editor
 // tools with the command :ClaudeStatus prints. That exact command, run by
 // a shell with the real CLI as `claude`, registers a server the CLI then
 // reaches: `claude mcp list` shows it connected, and a -p run's tool call

@@ -13,7 +13,7 @@ import (
 	"github.com/nvim-claude/nvim-claude/nvimbridge/nvimtest"
 )
 
-// Issue 9: the editor tools reach the model through the real CLI. The CLI
+// The editor tools reach the model through the real CLI. The CLI
 // that :ClaudeStart launches gets --mcp-config naming `nvim-claude mcp`
 // (no secret on its argv) and the socket and token in its environment; the
 // model finds mcp__nvim__references with ToolSearch, the CLI asks for

@@ -10,7 +10,7 @@ import (
 	"github.com/nvim-claude/nvim-claude/internal/fakeapi"
 )
 
-// Issue 11, end to end with the real CLI: the scripted model finds
+// End to end with the real CLI: the scripted model finds
 // mcp__ide__executeCode with ToolSearch and calls it; the user allows the
 // tool in the CLI's permission dialog, then confirms the run in Neovim's
 // float; the next request to the model holds the kernel's output. A second

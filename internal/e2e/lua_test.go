@@ -515,7 +515,7 @@ func TestCheckhealth(t *testing.T) {
 	}
 }
 
-// Issue 17, item 9 and 4: :ClaudeStart with arguments while Claude runs says
+// :ClaudeStart with arguments while Claude runs says
 // they were not used and how to restart with them; :ClaudeStart! restarts
 // the CLI with them (the server stays); :ClaudeStop says what it stopped,
 // or that nothing runs; setup() called again keeps what it does not name.
@@ -578,7 +578,7 @@ func TestStartRestartStopAndSetupTwice(t *testing.T) {
 	}
 }
 
-// Issue 17, item 9: :ClaudeServe names each way to connect once.
+// :ClaudeServe names each way to connect once.
 func TestServeHintNamesEachWayOnce(t *testing.T) {
 	e := startEditor(t, editorOpts{})
 	st := e.serve(t)

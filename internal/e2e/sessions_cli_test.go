@@ -21,7 +21,7 @@ import (
 	"github.com/nvim-claude/nvim-claude/internal/fakeapi"
 )
 
-// Issue 20 with the real CLI: :ClaudeStart layers our hooks (--settings)
+// With the real CLI: :ClaudeStart layers our hooks (--settings)
 // over the user's settings, whose own hook still runs. Two terminals and a
 // chat (Neovim 0.8+) run; a scripted Bash call in the first terminal asks
 // permission while all are hidden: that session alone shows `needs input`

@@ -22,7 +22,7 @@ func proposalDirs(t *testing.T, tmp string) []string {
 	return m
 }
 
-// Issue 14, finding 9: a host killed outright leaves its proposal directory
+// A host killed outright leaves its proposal directory
 // behind; the next host sweeps it at start. A host stopped normally leaves
 // nothing.
 func TestProposalDirsOfKilledHostsAreSwept(t *testing.T) {

@@ -239,7 +239,7 @@ function M.statusline()
   else
     parts[1] = string.format("✻ %d session%s", n, n == 1 and "" or "s")
   end
-  -- what the sessions do, when any works or waits (issue 20)
+  -- what the sessions do, when any works or waits
   local busy = M.sessions_statusline()
   if busy ~= "" then
     parts[1] = busy

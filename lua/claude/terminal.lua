@@ -564,7 +564,7 @@ local function on_diff_closed()
   end
 end
 
--- Several terminals (issue 20) ----------------------------------------------
+-- Several terminals ----------------------------------------------
 -- The terminal the commands act on (:ClaudeToggle, :ClaudeSend…) is `term`;
 -- :ClaudeStartNew moves it to `others`, where its CLI runs on, and starts
 -- another. :ClaudeSessions makes one current again (switch).
