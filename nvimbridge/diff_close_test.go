@@ -195,6 +195,39 @@ return out`, &after)
 			}
 		}
 	})
+	t.Run("a window split off a pane is no pane", func(t *testing.T) {
+		for _, split := range []string{"vsplit", "tab split"} {
+			e := startDiffEnv(t, diffEnvOpts{})
+			var v08 int
+			e.Eval(t, `return vim.fn.has("nvim-0.8")`, &v08)
+			if v08 == 0 {
+				t.Skip("no 'winbar' before Neovim 0.8")
+			}
+			_, v := e.open(t, e.file, proposal)
+			var copied string
+			e.Eval(t, `local own = ...
+vim.api.nvim_set_current_win(own)
+vim.cmd(select(2, ...))
+local w = vim.api.nvim_get_current_win()
+vim.cmd("redraw")
+return vim.api.nvim_eval_statusline(vim.wo[w].winbar, { winid = w, use_winbar = true }).str`, &copied, e.winOf(t, v.OriginalBuf), split)
+			if strings.Contains(copied, "rejects") {
+				t.Errorf("after :%s the new window's bar says %q, but closing it rejects nothing", split, copied)
+			}
+			e.Exec(t, `vim.cmd("ClaudeDiffReject")`)
+			e.decision(t)
+			e.waitClosed(t, v)
+			var bars []string
+			e.Eval(t, `local out = {}
+for _, w in ipairs(vim.api.nvim_list_wins()) do
+  if vim.wo[w].winbar ~= "" then table.insert(out, vim.wo[w].winbar) end
+end
+return out`, &bars)
+			if len(bars) != 0 {
+				t.Errorf("after :%s and the diff closed, windows keep the bars %q", split, bars)
+			}
+		}
+	})
 	t.Run("hint off: no bars", func(t *testing.T) {
 		e := startDiffEnv(t, diffEnvOpts{diff: `hint = false`})
 		_, v := e.open(t, e.file, proposal)
