@@ -102,6 +102,16 @@ return out`, &got)
 	}
 }
 
+// needWinbar skips a test of the bars where Neovim has no 'winbar'.
+func needWinbar(t *testing.T, e *diffEnv) {
+	t.Helper()
+	var v08 int
+	e.Eval(t, `return vim.fn.has("nvim-0.8")`, &v08)
+	if v08 == 0 {
+		t.Skip("no 'winbar' before Neovim 0.8")
+	}
+}
+
 // barState is what the panes of a diff show above their text.
 type barState struct {
 	HasWinbar bool   `json:"has_winbar"`
@@ -169,11 +179,7 @@ func TestDiffBars(t *testing.T) {
 	t.Run("your own winbar comes back", func(t *testing.T) {
 		for _, mine := range []string{"", "%f MINE"} {
 			e := startDiffEnv(t, diffEnvOpts{})
-			var v08 int
-			e.Eval(t, `return vim.fn.has("nvim-0.8")`, &v08)
-			if v08 == 0 {
-				t.Skip("no 'winbar' before Neovim 0.8")
-			}
+			needWinbar(t, e)
 			e.Exec(t, `vim.wo.winbar = ...`, mine)
 			_, v := e.open(t, e.file, proposal)
 			var during string
@@ -198,11 +204,7 @@ return out`, &after)
 	t.Run("a window split off a pane is no pane", func(t *testing.T) {
 		for _, split := range []string{"vsplit", "tab split"} {
 			e := startDiffEnv(t, diffEnvOpts{})
-			var v08 int
-			e.Eval(t, `return vim.fn.has("nvim-0.8")`, &v08)
-			if v08 == 0 {
-				t.Skip("no 'winbar' before Neovim 0.8")
-			}
+			needWinbar(t, e)
 			_, v := e.open(t, e.file, proposal)
 			var copied string
 			e.Eval(t, `local own = ...
