@@ -102,6 +102,16 @@ return out`, &got)
 	}
 }
 
+// needWinbar skips a test of the bars where Neovim has no 'winbar'.
+func needWinbar(t *testing.T, e *diffEnv) {
+	t.Helper()
+	var v08 int
+	e.Eval(t, `return vim.fn.has("nvim-0.8")`, &v08)
+	if v08 == 0 {
+		t.Skip("no 'winbar' before Neovim 0.8")
+	}
+}
+
 // barState is what the panes of a diff show above their text.
 type barState struct {
 	HasWinbar bool   `json:"has_winbar"`
@@ -169,11 +179,7 @@ func TestDiffBars(t *testing.T) {
 	t.Run("your own winbar comes back", func(t *testing.T) {
 		for _, mine := range []string{"", "%f MINE"} {
 			e := startDiffEnv(t, diffEnvOpts{})
-			var v08 int
-			e.Eval(t, `return vim.fn.has("nvim-0.8")`, &v08)
-			if v08 == 0 {
-				t.Skip("no 'winbar' before Neovim 0.8")
-			}
+			needWinbar(t, e)
 			e.Exec(t, `vim.wo.winbar = ...`, mine)
 			_, v := e.open(t, e.file, proposal)
 			var during string
@@ -192,6 +198,35 @@ end
 return out`, &after)
 			if len(after) != 1 || after[0] != mine {
 				t.Fatalf("after the diff the file's window has the bar %q, want %q", after, mine)
+			}
+		}
+	})
+	t.Run("a window split off a pane is no pane", func(t *testing.T) {
+		for _, split := range []string{"vsplit", "tab split"} {
+			e := startDiffEnv(t, diffEnvOpts{})
+			needWinbar(t, e)
+			_, v := e.open(t, e.file, proposal)
+			var copied string
+			e.Eval(t, `local own = ...
+vim.api.nvim_set_current_win(own)
+vim.cmd(select(2, ...))
+local w = vim.api.nvim_get_current_win()
+vim.cmd("redraw")
+return vim.api.nvim_eval_statusline(vim.wo[w].winbar, { winid = w, use_winbar = true }).str`, &copied, e.winOf(t, v.OriginalBuf), split)
+			if strings.Contains(copied, "rejects") {
+				t.Errorf("after :%s the new window's bar says %q, but closing it rejects nothing", split, copied)
+			}
+			e.Exec(t, `vim.cmd("ClaudeDiffReject")`)
+			e.decision(t)
+			e.waitClosed(t, v)
+			var bars []string
+			e.Eval(t, `local out = {}
+for _, w in ipairs(vim.api.nvim_list_wins()) do
+  if vim.wo[w].winbar ~= "" then table.insert(out, vim.wo[w].winbar) end
+end
+return out`, &bars)
+			if len(bars) != 0 {
+				t.Errorf("after :%s and the diff closed, windows keep the bars %q", split, bars)
 			}
 		}
 	})

@@ -225,6 +225,11 @@ end
 
 --- (the 'winbar' of a proposal's panes) The bar's text for window win.
 function M._bar(win)
+  -- Neovim evaluates a bar with the window it draws current: a window
+  -- split off a pane copies its 'winbar' (and so this call), but is no pane
+  if win ~= api.nvim_get_current_win() then
+    return ""
+  end
   local ok, text = pcall(function()
     for _, d in pairs(diffs) do
       if not d.closed and (win == d.prop_win or win == d.orig_win) then
@@ -264,6 +269,7 @@ local function show_hint(d, o)
       end
       pcall(editor.set_win_local, d.orig_win, "winbar", bar_option(d.orig_win))
     end
+    d.bar_wins = { d.prop_win, d.orig_win }
   elseif not d.hint_said then
     d.hint_said = true
     local text = M.hint_text(o)
@@ -279,11 +285,21 @@ local function show_hint(d, o)
   end
 end
 
--- restore_winbar puts the user's own bar back on win (the file's pane, or
--- the pane that takes its place).
-local function restore_winbar(d, win)
-  if d.own_winbar ~= nil and win_ok(win) then
-    pcall(editor.set_win_local, win, "winbar", d.own_winbar)
+-- restore_winbar puts the user's own bar back on every window showing one
+-- of d's: the file's pane (or the pane that takes its place), and any
+-- window split off a pane (:split, :tab split copy the 'winbar').
+local function restore_winbar(d)
+  if not d.bar_wins then
+    return
+  end
+  local ours = {}
+  for _, w in ipairs(d.bar_wins) do
+    ours[bar_option(w)] = true
+  end
+  for _, w in ipairs(api.nvim_list_wins()) do
+    if ours[vim.wo[w].winbar] then
+      pcall(editor.set_win_local, w, "winbar", d.own_winbar or "")
+    end
   end
 end
 
@@ -807,7 +823,6 @@ local function restore_window(d)
       pcall(vim.fn.winrestview, d.view)
     end
   end)
-  restore_winbar(d, win)
 end
 
 -- take_over: the user closed the file's pane (:q, :close, :only in the
@@ -961,6 +976,7 @@ local function close(d, outcome)
     else
       restore_window(d)
     end
+    restore_winbar(d)
     if buf_ok(d.prop_buf) then
       pcall(api.nvim_buf_delete, d.prop_buf, { force = true })
     end
