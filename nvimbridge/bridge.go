@@ -232,6 +232,20 @@ func (b *Bridge) Call(ctx context.Context, fn string, args any, result any) erro
 // passes to fn as they are: bulk text crosses as a msgpack string that Lua
 // receives without a JSON decode (and Go sends without an escape).
 func (b *Bridge) call(ctx context.Context, fn string, args any, result any, extra ...any) error {
+	return b.callWith(ctx, false, fn, args, result, extra...)
+}
+
+// cleanup is Call for a call that undoes what an abandoned one showed
+// (close the confirmation float an expired request opened): it acts
+// whenever Neovim reaches it, even after ctx ended, because the call it
+// cleans up after may itself have run late — Neovim busy for longer than
+// the caller waited — and a cleanup dropped then would leave its window
+// open for good.
+func (b *Bridge) cleanup(ctx context.Context, fn string, args any) error {
+	return b.callWith(ctx, true, fn, args, nil)
+}
+
+func (b *Bridge) callWith(ctx context.Context, anyTime bool, fn string, args any, result any, extra ...any) error {
 	payload, err := json.Marshal(args)
 	if err != nil {
 		return fmt.Errorf("%s: encode args: %w", fn, err)
@@ -249,7 +263,11 @@ func (b *Bridge) call(ctx context.Context, fn string, args any, result any, extr
 		defer cancel()
 	}
 	var out string
-	callArgs := append([]any{fn, string(payload), deadline.UnixMilli()}, extra...)
+	ms := deadline.UnixMilli()
+	if anyTime {
+		ms = 0
+	}
+	callArgs := append([]any{fn, string(payload), ms}, extra...)
 	if err := b.exec(ctx, `return package.loaded["`+moduleKey+`"].call(...)`, &out, callArgs...); err != nil {
 		return fmt.Errorf("%s: %w", fn, err)
 	}

@@ -86,7 +86,7 @@ func (b *Bridge) ExecuteConfirm(ctx context.Context, req ExecuteConfirmRequest) 
 // CloseExecuteConfirm closes the confirmation float with this id, if it is
 // still open (the request ended without an answer).
 func (b *Bridge) CloseExecuteConfirm(ctx context.Context, id string) error {
-	return b.Call(ctx, "execute_confirm_close", map[string]any{"id": id}, nil)
+	return b.cleanup(ctx, "execute_confirm_close", map[string]any{"id": id})
 }
 
 // WatchKernelBuffer makes Neovim send KernelBufferGoneMethod when buffer

@@ -255,3 +255,28 @@ func itoa(i int) string {
 	b, _ := json.Marshal(i)
 	return string(b)
 }
+
+// A confirmation that takes long to open — a slow FileType handler, Neovim
+// busy for longer than the host waited — is closed by the close the host
+// sends after giving up, however late Neovim reaches it: a cleanup carries
+// no deadline. Before, the close had expired by then and the float stayed
+// open for good.
+func TestExecuteConfirmClosedWhenReachedLate(t *testing.T) {
+	n, b, _ := startExecuteNvim(t, map[string]string{"a.py": ""}, "a.py")
+	n.Exec(t, `vim.api.nvim_create_autocmd("FileType", { pattern = "python", callback = function()
+		local t = vim.loop.hrtime() while vim.loop.hrtime() - t < 1.5e9 do end
+	end })`)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if err := b.ExecuteConfirm(ctx, nvimbridge.ExecuteConfirmRequest{ID: "late", Code: "x", Kernel: "python3", Language: "python", Bufnr: 1}); err == nil {
+		t.Fatal("ExecuteConfirm answered although opening took 1.5 s")
+	}
+	cctx, ccancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer ccancel()
+	_ = b.CloseExecuteConfirm(cctx, "late") // abandoned too: Neovim is still opening
+	n.WaitFor(t, 5*time.Second, `(function()
+		for _, w in ipairs(vim.api.nvim_list_wins()) do
+			if vim.api.nvim_win_get_config(w).relative ~= "" then return false end
+		end
+		return true end)()`, "", "the late confirmation float to be closed")
+}

@@ -22,7 +22,9 @@ end
 function M.call(name, payload, deadline_ms, ...)
   -- A call reached after its caller gave up (Neovim was blocked at a
   -- prompt) must not act late: the caller already reported a failure.
-  if deadline_ms then
+  -- A deadline of 0 is a cleanup's (closing what an abandoned call showed):
+  -- it acts whenever Neovim reaches it.
+  if deadline_ms and deadline_ms > 0 then
     local s, us = (vim.uv or vim.loop).gettimeofday()
     if s * 1000 + us / 1000 > deadline_ms then
       return json_encode({ ok = false, error = "expired: the caller stopped waiting before Neovim could run it" })
