@@ -84,7 +84,7 @@ test-lua:
 test-latest: build
 	@nv=$$(scripts/get-nvim 0.12) && claude=$$(scripts/install-claude latest) && \
 	echo "=== CLI $$($$claude --version), Neovim 0.12" && \
-	NVIM_BIN=$$nv CLAUDE_BIN=$$claude $(GO) test -race -count=1 -timeout 15m ./internal/e2e/...
+	NVIM_BIN=$$nv CLAUDE_BIN=$$claude $(GO) test -race -count=1 -timeout 30m ./internal/e2e/...
 
 # Benchmarks: Go micro-benchmarks, and scripted scenarios against a
 # headless Neovim 0.12 running $(BIN), each compared with a floor measured in
