@@ -25,8 +25,8 @@ import (
 	"github.com/nvim-claude/nvim-claude/kernel"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
+	"github.com/nvim-claude/nvim-claude/diff"
 	"github.com/nvim-claude/nvim-claude/review"
-	"github.com/nvim-claude/nvim-claude/reviewq"
 	"github.com/nvim-claude/nvim-claude/sessions"
 	"github.com/nvim-claude/nvim-claude/workspace"
 )
@@ -41,7 +41,7 @@ const Version = "0.1.0"
 type Editor interface {
 	selection.Editor
 	editorcontext.Editor
-	review.Editor
+	diff.Editor
 	kernel.Editor
 	edtools.Editor
 	chatpanel.Editor
@@ -81,7 +81,7 @@ func New(opts Options) *App {
 func Features(h host.Host, ws *workspace.Workspace, ed Editor) []host.Feature {
 	sel := selection.New(h, ed)
 	ctx := editorcontext.New(h, ed, ws, Version)
-	rev := review.New(h, ed)
+	rev := diff.New(h, ed)
 	sess := sessions.New(h)
 	tools := edtools.New(h, ed, edtools.Peers{
 		Review: rev,
@@ -99,7 +99,7 @@ func Features(h host.Host, ws *workspace.Workspace, ed Editor) []host.Feature {
 		kernel.New(h, ed),
 		tools,
 		chatpanel.New(h, ed, chatpanel.Peers{Review: rev, Tools: tools, Sessions: sess}),
-		reviewq.New(h),
+		review.New(h),
 		sess,
 	}
 }

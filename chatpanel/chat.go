@@ -29,7 +29,7 @@ type Editor interface {
 }
 
 // Reviewer is the diff review the chat's edit permissions open
-// (review.Reviews).
+// (diff.Reviews).
 type Reviewer interface {
 	// Begin registers a proposal's review at once (a decision from the
 	// chat finds it from then on); its Wait shows it and waits for the

@@ -25,7 +25,7 @@ import (
 	"github.com/nvim-claude/nvim-claude/internal/fakeapi"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 	"github.com/nvim-claude/nvim-claude/nvimbridge/nvimtest"
-	"github.com/nvim-claude/nvim-claude/review"
+	"github.com/nvim-claude/nvim-claude/diff"
 	"github.com/nvim-claude/nvim-claude/workspace"
 )
 
@@ -141,7 +141,7 @@ vim.cmd("edit main.txt")`})
 	ws := workspace.New()
 	app := core.New(core.Options{Editor: rec, Workspace: ws, Features: func(h host.Host) []host.Feature {
 		ctx := editorcontext.New(h, b, ws, "test")
-		rev := review.New(h, b)
+		rev := diff.New(h, b)
 		tools := edtools.New(h, b, edtools.Peers{Review: rev, Paths: ctx}, "test")
 		cs = New(h, rec, Peers{Review: rev, Tools: tools})
 		return []host.Feature{ctx, rev, tools, cs}

@@ -64,7 +64,7 @@ const edtoolsInstructions = "Tools of the Neovim the user is editing in: its lan
 	"Positions are 1-based; give {file, symbol} when you do not know the column."
 
 // Reviewer is the diff review the editor tools put a code action's edits
-// before (review.Reviews).
+// before (diff.Reviews).
 type Reviewer interface {
 	Review(ctx context.Context, r verdict.Request) (verdict.Verdict, error)
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 	"github.com/nvim-claude/nvim-claude/nvimbridge/nvimtest"
-	"github.com/nvim-claude/nvim-claude/review"
+	"github.com/nvim-claude/nvim-claude/diff"
 	"github.com/nvim-claude/nvim-claude/workspace"
 )
 
@@ -112,7 +112,7 @@ func startEdHarness(t *testing.T, gopls bool) *edHarness {
 	app := core.New(core.Options{Editor: b, Workspace: ws, Features: func(h host.Host) []host.Feature {
 		sel := selection.New(h, b)
 		ctx := editorcontext.New(h, b, ws, "test")
-		rev := review.New(h, b)
+		rev := diff.New(h, b)
 		e = New(h, b, Peers{Review: rev, Paths: ctx, IDETools: func() []mcp.Tool {
 			return []mcp.Tool{ctx.OpenEditorsTool(), ctx.WorkspaceFoldersTool(), ctx.CheckDocumentDirtyTool(), sel.CurrentSelectionTool()}
 		}}, "test")

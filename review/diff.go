@@ -1,213 +1,126 @@
 package review
 
-import (
-	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"log/slog"
-	"sync"
-	"time"
-
-	"github.com/nvim-claude/nvim-claude/host"
-	"github.com/nvim-claude/nvim-claude/mcp"
-	"github.com/nvim-claude/nvim-claude/nvimbridge"
-	"github.com/nvim-claude/nvim-claude/verdict"
-)
-
-// Editor is what diff review (openDiff, close_tab, closeAllDiffTabs)
-// needs from Neovim.
-type Editor interface {
-	// OpenDiff puts a diff on screen and returns; the user's decision comes
-	// back as a nvimbridge.DiffDecisionMethod request.
-	OpenDiff(ctx context.Context, req nvimbridge.DiffRequest) (nvimbridge.DiffView, error)
-	// CloseDiffs closes diffs by id and reports how many were open.
-	CloseDiffs(ctx context.Context, ids []string, outcome string) (int, error)
+// hunk is one difference between two line slices: a[A0:A1] became
+// b[B0:B1]. An empty range is an insertion or deletion point.
+type hunk struct {
+	A0, A1, B0, B1 int
 }
 
-// How long Neovim may take to open a diff (a 5 MB proposal is one string
-// and one nvim_buf_set_lines, but the diff itself takes a moment) and to
-// close some.
-const (
-	diffOpenTimeout  = 60 * time.Second
-	diffCloseTimeout = 10 * time.Second
-)
-
-// outcomeClosed is how the ClaudeDiffClosed event reports a diff the CLI
-// (close_tab, closeAllDiffTabs, a cancel or a disconnect) ended.
-const outcomeClosed = "closed"
-
-// verdictResult is openDiff's answer for a verdict (PROTOCOL.md §4).
-func verdictResult(a verdict.Verdict) *mcp.ToolResult {
-	if a.Text == verdict.Accepted {
-		return &mcp.ToolResult{Content: []mcp.Content{
-			{Type: "text", Text: verdict.Accepted},
-			{Type: "text", Text: a.Contents},
-		}}
+// diffLines is Myers' O(ND) line diff of a and b, as hunks in order.
+func diffLines(a, b []string) []hunk {
+	// Common prefix and suffix first: most edits are small.
+	pre := 0
+	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
+		pre++
 	}
-	return mcp.TextResult(a.Text)
-}
-
-// diffSession is one openDiff waiting for its answer. Its windows are open
-// while it is in diffs.open.
-type diffSession struct {
-	id      string
-	tabName string
-	client  string // the connection that asked: it alone gets the answer
-	file    string
-	answer  chan verdict.Verdict // buffered 1: the first answer wins
-}
-
-// resolve hands the session its answer unless it has one already.
-func (s *diffSession) resolve(a verdict.Verdict) bool {
-	select {
-	case s.answer <- a:
-		return true
-	default:
-		return false
+	suf := 0
+	for suf < len(a)-pre && suf < len(b)-pre && a[len(a)-1-suf] == b[len(b)-1-suf] {
+		suf++
 	}
-}
-
-// Reviews is the diff review feature: openDiff, close_tab,
-// closeAllDiffTabs, the decisions Lua reports, and Review for any other
-// feature that wants the user's verdict on a proposed file.
-type Reviews struct {
-	h   host.Host
-	ed  Editor
-	log *slog.Logger
-
-	mu   sync.Mutex
-	seq  uint64
-	open map[string]*diffSession // by id
-}
-
-// New makes the diff review feature.
-func New(h host.Host, ed Editor) *Reviews {
-	return &Reviews{h: h, ed: ed, log: h.Logger().With("feature", "review"), open: map[string]*diffSession{}}
-}
-
-// Name names the feature.
-func (c *Reviews) Name() string { return "review" }
-
-// Hooks are the feature's tools and Lua handlers.
-func (c *Reviews) Hooks() host.Hooks {
-	return host.Hooks{
-		Tools: c.tools,
-		LuaRequests: map[string]host.LuaRequest{
-			nvimbridge.DiffDecisionMethod: c.handleDecision,
-		},
-	}
-}
-
-func (c *Reviews) tools() []mcp.Tool {
-	return []mcp.Tool{c.openDiffTool(), c.closeTabTool(), c.closeAllDiffTabsTool()}
-}
-
-// add registers a new session for client.
-func (c *Reviews) add(client, tabName, file string) *diffSession {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.seq++
-	s := &diffSession{
-		id:      fmt.Sprintf("diff-%d", c.seq),
-		tabName: tabName,
-		client:  client,
-		file:    file,
-		answer:  make(chan verdict.Verdict, 1),
-	}
-	c.open[s.id] = s
-	return s
-}
-
-// take removes the sessions that match and returns them; whoever takes a
-// session closes its windows.
-func (c *Reviews) take(match func(*diffSession) bool) []*diffSession {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var out []*diffSession
-	for id, s := range c.open {
-		if match(s) {
-			out = append(out, s)
-			delete(c.open, id)
-		}
+	ma, mb := a[pre:len(a)-suf], b[pre:len(b)-suf]
+	var out []hunk
+	for _, h := range myers(ma, mb) {
+		out = append(out, hunk{h.A0 + pre, h.A1 + pre, h.B0 + pre, h.B1 + pre})
 	}
 	return out
 }
 
-func (c *Reviews) takeID(id string) *diffSession {
-	if got := c.take(func(s *diffSession) bool { return s.id == id }); len(got) == 1 {
-		return got[0]
-	}
-	return nil
-}
+// maxEdits bounds Myers' search: beyond this many inserted and deleted
+// lines the texts differ throughout, and the middle (between the common
+// start and end) is one hunk. The walk keeps O(maxEdits²) numbers.
+const maxEdits = 1000
 
-// closeWindows closes the sessions' diffs in Neovim and reports how many
-// were still open there.
-func (c *Reviews) closeWindows(ctx context.Context, sessions []*diffSession) int {
-	if len(sessions) == 0 {
-		return 0
+// myers diffs a and b with Myers' algorithm, keeping each round's
+// frontier to walk the edit script back.
+func myers(a, b []string) []hunk {
+	n, m := len(a), len(b)
+	if n == 0 && m == 0 {
+		return nil
 	}
-	ids := make([]string, len(sessions))
-	for i, s := range sessions {
-		ids[i] = s.id
+	if n == 0 || m == 0 {
+		return []hunk{{0, n, 0, m}}
 	}
-	// The caller's request may be ending; the windows must close anyway.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), diffCloseTimeout)
-	defer cancel()
-	n, err := c.ed.CloseDiffs(ctx, ids, outcomeClosed)
-	if err != nil {
-		c.log.Warn("close diff windows", "ids", ids, "err", err)
-		return len(ids)
-	}
-	return n
-}
-
-// closeLater closes the session's windows without waiting: its request is
-// ending (the CLI left or cancelled) and must not wait on Neovim.
-func (c *Reviews) closeLater(s *diffSession) {
-	c.h.Emit("diff.close", map[string]any{"ids": []string{s.id}, "outcome": outcomeClosed})
-}
-
-// handleDecision receives the user's accept or reject from Lua and tells
-// it whether the diff was still pending: when it was not (the CLI
-// cancelled it, or close_tab or closeAllDiffTabs ended it before Lua
-// learned it), the user is told that nothing will be written.
-func (c *Reviews) handleDecision(ctx context.Context, raw json.RawMessage) (any, error) {
-	d, err := nvimbridge.DecodeDiffDecision(ctx, raw)
-	if err != nil {
-		return nil, fmt.Errorf("diff_decision: bad parameters: %w", err)
-	}
-	if d.ID == "" {
-		return nil, errors.New("diff_decision: id is required")
-	}
-	var a verdict.Verdict
-	switch d.Decision {
-	case "accept":
-		if d.Contents == nil {
-			return nil, fmt.Errorf("diff_decision: accept of %s without contents", d.ID)
+	limit := min(n+m, maxEdits)
+	// Diagonals k stay in [-limit, limit]: v holds those, not n+m of them
+	// (two files of a million lines changed at both ends are a middle of
+	// two million lines, and a few edits).
+	off := limit + 1
+	v := make([]int, 2*off+2)
+	// trace[d] is v[off-d-1 .. off+d+1] as it was before round d.
+	var trace [][]int
+	found := false
+	for d := 0; d <= limit && !found; d++ {
+		lo, hi := max(off-d-1, 0), min(off+d+2, len(v))
+		trace = append(trace, append([]int(nil), v[lo:hi]...))
+		for k := -d; k <= d; k += 2 {
+			var x int
+			if k == -d || (k != d && v[off+k-1] < v[off+k+1]) {
+				x = v[off+k+1]
+			} else {
+				x = v[off+k-1] + 1
+			}
+			y := x - k
+			for x < n && y < m && a[x] == b[y] {
+				x++
+				y++
+			}
+			v[off+k] = x
+			if x >= n && y >= m {
+				found = true
+				break
+			}
 		}
-		a = verdict.Verdict{Text: verdict.Accepted, Contents: *d.Contents}
-	case "reject":
-		a = verdict.Verdict{Text: verdict.Rejected}
-	default:
-		return nil, fmt.Errorf("diff_decision: unknown decision %q for %s", d.Decision, d.ID)
 	}
-	// Lua closes its own windows after a decision.
-	s := c.takeID(d.ID)
-	if s == nil {
-		c.log.Info("diff_decision for a diff no longer pending", "id", d.ID, "decision", d.Decision)
-		return nvimbridge.DiffDecisionReply{Pending: false}, nil
+	if !found {
+		return []hunk{{0, n, 0, m}}
 	}
-	s.resolve(a)
-	c.log.Info("diff decided", "id", s.id, "tab", s.tabName, "file", s.file, "answer", a.Text)
-	return nvimbridge.DiffDecisionReply{Pending: true}, nil
-}
-
-// pending reports whether the session with this id still waits for its
-// answer (nobody took it).
-func (c *Reviews) pending(id string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	_, ok := c.open[id]
-	return ok
+	// Walk back from (n, m): round d's frontier names the point each
+	// snake started from.
+	type edit struct {
+		del  bool // a[x] deleted; else b[y] inserted before a[x]
+		x, y int
+	}
+	var edits []edit
+	x, y := n, m
+	for d := len(trace) - 1; d >= 0; d-- {
+		lo := max(off-d-1, 0)
+		at := func(k int) int { return trace[d][off+k-lo] }
+		k := x - y
+		var pk int
+		if k == -d || (k != d && at(k-1) < at(k+1)) {
+			pk = k + 1
+		} else {
+			pk = k - 1
+		}
+		px := at(pk)
+		py := px - pk
+		for x > px && y > py {
+			x--
+			y--
+		}
+		if d > 0 {
+			edits = append(edits, edit{del: x != px, x: px, y: py})
+		}
+		x, y = px, py
+	}
+	// edits are in reverse order; merge adjacent ones into hunks.
+	var out []hunk
+	for i := len(edits) - 1; i >= 0; i-- {
+		e := edits[i]
+		h := hunk{e.x, e.x, e.y, e.y}
+		if e.del {
+			h.A1++
+		} else {
+			h.B1++
+		}
+		if len(out) > 0 {
+			last := &out[len(out)-1]
+			if last.A1 == h.A0 && last.B1 == h.B0 {
+				last.A1, last.B1 = h.A1, h.B1
+				continue
+			}
+		}
+		out = append(out, h)
+	}
+	return out
 }

@@ -8,7 +8,7 @@ import (
 )
 
 // TestModuleGraph fails when any package of the module breaks the rules:
-// add `import _ "github.com/nvim-claude/nvim-claude/review"` to a file of
+// add `import _ "github.com/nvim-claude/nvim-claude/diff"` to a file of
 // kernel/ and it names that import.
 func TestModuleGraph(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -1,7 +1,7 @@
 -- The review queue (:ClaudeReview): every file Claude changed in the
 -- current turn (or the session), in the quickfix list and a small panel;
 -- a file's diff against its baseline; reverting a hunk or a file; marking
--- files reviewed. The Go host (reviewq/) keeps the baselines and answers
+-- files reviewed. The Go host (review/) keeps the baselines and answers
 -- what to show and what a revert changes; this module only displays.
 local config = require("claude.config")
 local util = require("claude.util")

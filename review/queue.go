@@ -1,4 +1,4 @@
-package reviewq
+package review
 
 import (
 	"context"
@@ -79,7 +79,7 @@ type Queue struct {
 // the options name the Claude config directory.
 func New(h host.Host) *Queue {
 	return &Queue{
-		h: h, log: h.Logger().With("feature", "reviewq"),
+		h: h, log: h.Logger().With("feature", "review"),
 		sessions: map[string]*sessionState{}, seen: map[string]bool{},
 		tails: map[string]*tail{}, primed: map[string]bool{},
 		stop: make(chan struct{}), started: time.Now(), maxLine: MaxLine,
@@ -87,7 +87,7 @@ func New(h host.Host) *Queue {
 }
 
 // Name names the feature.
-func (q *Queue) Name() string { return "reviewq" }
+func (q *Queue) Name() string { return "review" }
 
 // Hooks are the feature's Lua handlers and lifetime.
 func (q *Queue) Hooks() host.Hooks {

@@ -1,4 +1,4 @@
-package reviewq
+package review
 
 import (
 	"errors"

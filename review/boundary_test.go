@@ -1,4 +1,4 @@
-package reviewq
+package review
 
 import (
 	"bytes"
@@ -350,7 +350,7 @@ func write(t *testing.T, p, s string) {
 // line end, read by the running queue, costs the process a bounded amount
 // whatever N (the peak resident size is measured: the unfinished line up
 // to the cap, the garbage of growing it, the collector's headroom). Large,
-// so run on request: NVIM_CLAUDE_BIG=400 go test -run TestTranscriptMemoryStaysFlat ./reviewq/
+// so run on request: NVIM_CLAUDE_BIG=400 go test -run TestTranscriptMemoryStaysFlat ./review/
 func TestTranscriptMemoryStaysFlat(t *testing.T) {
 	var mib int
 	if _, err := fmt.Sscanf(os.Getenv("NVIM_CLAUDE_BIG"), "%d", &mib); err != nil || mib <= 0 {
