@@ -395,6 +395,15 @@ func (s *Session) handleLine(l *line, evs []Event) {
 	case "control_request":
 		var req canUseTool
 		_ = json.Unmarshal(l.Request, &req)
+		if req.Subtype == "request_user_dialog" {
+			// No dialog kind is declared, so none is answered: an answer
+			// to an undeclared kind is either discarded or a fake
+			// dismissal. The host logs it.
+			var d dialogRequest
+			_ = json.Unmarshal(l.Request, &d)
+			s.emit(UndeclaredDialogEvent{RequestID: l.RequestID, Kind: d.DialogKind})
+			return
+		}
 		if req.Subtype != "can_use_tool" {
 			// Nothing else is registered; answer so nothing waits forever.
 			_ = s.writeLine(context.Background(), map[string]any{"type": "control_response", "response": map[string]any{

@@ -800,6 +800,10 @@ func (ch *chatProc) onEvent(ev chat.Event) {
 		ch.pushStatus()
 	case chat.SystemEvent:
 		ch.onSystem(e)
+	case chat.UndeclaredDialogEvent:
+		// Left unanswered, as the CLI requires for a kind the chat did
+		// not declare; shown so the user knows the CLI wanted something.
+		ch.system("info", "The Claude CLI asked for a dialog the chat cannot show ("+display.Line(e.Kind, 60)+"); it was left unanswered.")
 	case chat.ConversationResetEvent:
 		// The new session id comes with the next init (status then).
 		ch.system("info", "The conversation was cleared; a new session starts.")
