@@ -18,6 +18,7 @@ import (
 
 	"github.com/nvim-claude/nvim-claude/app/core"
 	"github.com/nvim-claude/nvim-claude/chatpanel"
+	"github.com/nvim-claude/nvim-claude/diff"
 	"github.com/nvim-claude/nvim-claude/edtools"
 	"github.com/nvim-claude/nvim-claude/host"
 	"github.com/nvim-claude/nvim-claude/ide/editorcontext"
@@ -25,7 +26,6 @@ import (
 	"github.com/nvim-claude/nvim-claude/kernel"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
-	"github.com/nvim-claude/nvim-claude/diff"
 	"github.com/nvim-claude/nvim-claude/review"
 	"github.com/nvim-claude/nvim-claude/sessions"
 	"github.com/nvim-claude/nvim-claude/workspace"

@@ -18,6 +18,7 @@ import (
 
 	"github.com/nvim-claude/nvim-claude/app/core"
 	"github.com/nvim-claude/nvim-claude/chat"
+	"github.com/nvim-claude/nvim-claude/diff"
 	"github.com/nvim-claude/nvim-claude/edtools"
 	"github.com/nvim-claude/nvim-claude/host"
 	"github.com/nvim-claude/nvim-claude/ide/editorcontext"
@@ -25,7 +26,6 @@ import (
 	"github.com/nvim-claude/nvim-claude/internal/fakeapi"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 	"github.com/nvim-claude/nvim-claude/nvimbridge/nvimtest"
-	"github.com/nvim-claude/nvim-claude/diff"
 	"github.com/nvim-claude/nvim-claude/workspace"
 )
 

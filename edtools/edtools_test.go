@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nvim-claude/nvim-claude/app/core"
+	"github.com/nvim-claude/nvim-claude/diff"
 	"github.com/nvim-claude/nvim-claude/edtools/discovery"
 	"github.com/nvim-claude/nvim-claude/host"
 	"github.com/nvim-claude/nvim-claude/ide/editorcontext"
@@ -18,7 +19,6 @@ import (
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 	"github.com/nvim-claude/nvim-claude/nvimbridge/nvimtest"
-	"github.com/nvim-claude/nvim-claude/diff"
 	"github.com/nvim-claude/nvim-claude/workspace"
 )
 
