@@ -100,7 +100,7 @@ function M.ensure_job()
   if vim.fn.executable(bin) ~= 1 then
     return nil,
       string.format(
-        "nvim-claude: the Go host is not installed yet (%s is missing; a plugin manager that runs no build step, like a lazy.nvim `dir =` spec, leaves it so). Run :ClaudeInstall: it builds the host with Go %s (any Go 1.21+ fetches it) or downloads the signed prebuilt one, showing its progress.",
+        "nvim-claude: the Go host is not installed yet (%s is missing; a plugin manager that runs no build step, like a lazy.nvim `dir =` spec, leaves it so). Run :ClaudeInstall: it builds the host with Go %s (any Go 1.21+ fetches it) or downloads the signed prebuilt one, showing its progress (or run `make` in the plugin's directory).",
         bin,
         require("claude.install").go_needed(config.root()) or ""
       )
