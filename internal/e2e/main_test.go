@@ -274,6 +274,10 @@ func (c *ideClient) send(t *testing.T, msg string) {
 func (c *ideClient) recv(t *testing.T, id int) map[string]any {
 	t.Helper()
 	_ = c.c.SetReadDeadline(time.Now().Add(10 * nvimtest.Slack * time.Second))
+	// The deadline guards this wait only: left set, it would end every later
+	// read of the connection (a frame reader started after the handshake)
+	// 30 s on, which a loaded machine reaches in a slow test.
+	defer func() { _ = c.c.SetReadDeadline(time.Time{}) }()
 	for {
 		_, b, err := c.c.ReadMessage()
 		if err != nil {
