@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 )
@@ -11,8 +12,9 @@ import (
 // "cannot display" and falls back to its no-dialog behaviour. A kind that
 // was not declared must never be answered (an error answer is discarded
 // and the dialog stays pending; {behavior:"cancelled"} is a real
-// settlement, read as the user dismissing it). The chat does not render
-// any kind yet, so it declares none and answers none.
+// settlement, read as the user dismissing it). The host lists the kinds it
+// renders in [Options.DialogKinds]; [RenderedDialogKinds] is what this
+// package knows the answer shapes of.
 
 // dialogRequest is a request_user_dialog control request as the CLI's
 // schema defines it: dialog_kind, an opaque per-kind payload and an
@@ -40,6 +42,35 @@ var dialogResults = map[string][]string{
 	"refusal_fallback_prompt":   {"retry_fallback", "edit_prompt"},
 }
 
+// RenderedDialogKinds are the dialog kinds whose payload and results this
+// package knows (pinned against the CLI's schema): a host may declare any
+// of them, and no other.
+func RenderedDialogKinds() []string {
+	return []string{"refusal_fallback_prompt", "auto_mode_outside_reads", "auto_mode_server_fallback"}
+}
+
+// DialogRequestEvent is a request_user_dialog of a declared kind: the CLI
+// waits for [Session.AnswerDialog] (or [Session.CancelDialog]) unless a
+// [DialogCancelEvent] for it arrives first.
+type DialogRequestEvent struct {
+	RequestID string
+	Kind      string
+	Payload   json.RawMessage
+	ToolUseID string
+}
+
+// DialogCancelEvent is control_cancel_request for an open dialog: the CLI
+// settled it another way (interrupt, the turn torn down).
+type DialogCancelEvent struct {
+	RequestID string
+}
+
+// DialogResults returns the results the CLI accepts for kind (nil for a
+// kind this package does not know).
+func DialogResults(kind string) []string {
+	return append([]string(nil), dialogResults[kind]...)
+}
+
 // UndeclaredDialogEvent reports a request_user_dialog of a kind the chat
 // did not declare. It is left unanswered, as the CLI's protocol requires;
 // the host only logs it.
@@ -65,3 +96,51 @@ func dialogAnswer(kind, result string) (map[string]any, error) {
 	return map[string]any{"behavior": "completed", "result": result}, nil
 }
 func (UndeclaredDialogEvent) isEvent() {}
+func (DialogRequestEvent) isEvent()    {}
+func (DialogCancelEvent) isEvent()     {}
+
+// declared reports whether the session declared kind.
+func (o Options) declared(kind string) bool {
+	for _, k := range o.DialogKinds {
+		if k == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// AnswerDialog settles an open dialog with the user's choice, which must
+// be one of the kind's results.
+func (s *Session) AnswerDialog(requestID, result string) error {
+	s.mu.Lock()
+	kind, open := s.openDialogs[requestID]
+	s.mu.Unlock()
+	if !open {
+		return fmt.Errorf("dialog %s is not open (answered or cancelled)", requestID)
+	}
+	resp, err := dialogAnswer(kind, result)
+	if err != nil {
+		return err
+	}
+	return s.settleDialog(requestID, resp)
+}
+
+// CancelDialog settles an open dialog as dismissed by the user (the CLI
+// then does what the kind's default says: for a refusal, the classic
+// refusal error).
+func (s *Session) CancelDialog(requestID string) error {
+	return s.settleDialog(requestID, map[string]any{"behavior": "cancelled"})
+}
+
+func (s *Session) settleDialog(requestID string, resp map[string]any) error {
+	s.mu.Lock()
+	_, open := s.openDialogs[requestID]
+	delete(s.openDialogs, requestID)
+	s.mu.Unlock()
+	if !open {
+		return fmt.Errorf("dialog %s is not open (answered or cancelled)", requestID)
+	}
+	return s.writeLine(context.Background(), map[string]any{"type": "control_response", "response": map[string]any{
+		"subtype": "success", "request_id": requestID, "response": resp,
+	}})
+}

@@ -49,6 +49,10 @@ type Options struct {
 	AllowedTools, DisallowedTools []string
 	// ExtraArgs are appended to the command line.
 	ExtraArgs []string
+	// DialogKinds are the request_user_dialog kinds the host renders,
+	// declared in initialize (a subset of [RenderedDialogKinds]); the CLI
+	// falls back to its no-dialog behaviour for any other.
+	DialogKinds []string
 	// OnEvent receives every event in order, from one goroutine. It must
 	// not block for long (queue the event); the last event is an
 	// [ExitEvent].
@@ -164,13 +168,14 @@ type Session struct {
 	wmu   sync.Mutex // one writer at a time: every line is whole
 	stdin *os.File   // our end of the CLI's stdin pipe (write deadlines work on it)
 
-	mu        sync.Mutex
-	seq       int
-	pending   map[string]chan controlReply // host requests by id
-	openPerms map[string]bool              // CLI can_use_tool ids not yet answered or cancelled
-	sessionID string
-	exit      *ExitEvent
-	stderr    []byte
+	mu          sync.Mutex
+	seq         int
+	pending     map[string]chan controlReply // host requests by id
+	openPerms   map[string]bool              // CLI can_use_tool ids not yet answered or cancelled
+	openDialogs map[string]string            // CLI request_user_dialog ids not yet settled → kind
+	sessionID   string
+	exit        *ExitEvent
+	stderr      []byte
 
 	done chan struct{} // closed when the process has ended and ExitEvent was delivered
 	init Init
@@ -205,7 +210,7 @@ func Start(ctx context.Context, o Options) (*Session, error) {
 	setProcessGroup(cmd)
 	s := &Session{
 		opts: o, cmd: cmd, cancel: cancel,
-		pending: map[string]chan controlReply{}, openPerms: map[string]bool{},
+		pending: map[string]chan controlReply{}, openPerms: map[string]bool{}, openDialogs: map[string]string{},
 		done: make(chan struct{}),
 	}
 	// Our own pipe for stdin (not StdinPipe): an *os.File takes write
@@ -244,7 +249,11 @@ func Start(ctx context.Context, o Options) (*Session, error) {
 	}
 	go s.readStdout(stdout)
 
-	raw, err := s.Request(ctx, "initialize", nil)
+	var initFields map[string]any
+	if len(o.DialogKinds) > 0 {
+		initFields = map[string]any{"supportedDialogKinds": o.DialogKinds}
+	}
+	raw, err := s.Request(ctx, "initialize", initFields)
 	if err != nil {
 		s.Kill()
 		<-s.done
@@ -396,12 +405,18 @@ func (s *Session) handleLine(l *line, evs []Event) {
 		var req canUseTool
 		_ = json.Unmarshal(l.Request, &req)
 		if req.Subtype == "request_user_dialog" {
-			// No dialog kind is declared, so none is answered: an answer
-			// to an undeclared kind is either discarded or a fake
-			// dismissal. The host logs it.
 			var d dialogRequest
 			_ = json.Unmarshal(l.Request, &d)
-			s.emit(UndeclaredDialogEvent{RequestID: l.RequestID, Kind: d.DialogKind})
+			if !s.opts.declared(d.DialogKind) {
+				// An undeclared kind is never answered: an answer is
+				// either discarded or a fake dismissal. The host says so.
+				s.emit(UndeclaredDialogEvent{RequestID: l.RequestID, Kind: d.DialogKind})
+				return
+			}
+			s.mu.Lock()
+			s.openDialogs[l.RequestID] = d.DialogKind
+			s.mu.Unlock()
+			s.emit(DialogRequestEvent{RequestID: l.RequestID, Kind: d.DialogKind, Payload: d.Payload, ToolUseID: d.ToolUseID})
 			return
 		}
 		if req.Subtype != "can_use_tool" {
@@ -425,9 +440,14 @@ func (s *Session) handleLine(l *line, evs []Event) {
 		s.mu.Lock()
 		open := s.openPerms[l.RequestID]
 		delete(s.openPerms, l.RequestID)
+		_, dialog := s.openDialogs[l.RequestID]
+		delete(s.openDialogs, l.RequestID)
 		s.mu.Unlock()
 		if open {
 			s.emit(PermissionCancelEvent{RequestID: l.RequestID})
+		}
+		if dialog {
+			s.emit(DialogCancelEvent{RequestID: l.RequestID})
 		}
 		return
 	}

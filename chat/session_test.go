@@ -32,6 +32,8 @@ func fakeCLI(mode string) int {
 	fmt.Printf(`{"type":"control_response","response":{"subtype":"success","request_id":%q,"response":{"models":[],"commands":[],"pid":%d}}}`+"\n",
 		req.RequestID, os.Getpid())
 	switch mode {
+	case "dialog":
+		return fakeDialogs(line, in)
 	case "stuck":
 		time.Sleep(time.Hour)
 	case "grandchild":
@@ -50,7 +52,7 @@ func fakeCLI(mode string) int {
 	return 2
 }
 
-func startFake(t *testing.T, mode string) (*Session, *collector) {
+func startFake(t *testing.T, mode string, with ...func(*Options)) (*Session, *collector) {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
@@ -59,7 +61,11 @@ func startFake(t *testing.T, mode string) (*Session, *collector) {
 	c := newCollector()
 	ctx, cancel := context.WithTimeout(context.Background(), guard)
 	defer cancel()
-	s, err := Start(ctx, Options{Bin: self, Cwd: t.TempDir(), Env: append(os.Environ(), "CHAT_FAKE="+mode), OnEvent: c.add})
+	o := Options{Bin: self, Cwd: t.TempDir(), Env: append(os.Environ(), "CHAT_FAKE="+mode), OnEvent: c.add}
+	for _, f := range with {
+		f(&o)
+	}
+	s, err := Start(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}

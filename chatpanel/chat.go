@@ -111,6 +111,7 @@ func (c *Panel) luaRequests() map[string]host.LuaRequest {
 		"chat_set_mode":   withChat(c, "chat_set_mode", (*chatProc).handleSetMode),
 		"chat_set_model":  withChat(c, "chat_set_model", (*chatProc).handleSetModel),
 		"chat_permission": withChat(c, "chat_permission", (*chatProc).handlePermission),
+		"chat_dialog":     withChat(c, "chat_dialog", (*chatProc).handleDialog),
 		"chat_close":      host.Request("chat_close", c.handleClose),
 		"chat_list":       c.handleList,
 		"chat_sessions":   host.Request("chat_sessions", c.handleSessions),
@@ -228,7 +229,7 @@ func (c *Panel) open(p openParams, after func(*chatProc, *chat.Session) (map[str
 	ch := &chatProc{
 		c: c, id: id, params: p, env: env, configDir: chat.ConfigDir(env),
 		state: "starting", mode: p.Mode, model: p.Model, booted: make(chan struct{}),
-		perms: map[string]*chatPerm{}, streamed: map[string]bool{}, cpSeen: map[string]bool{},
+		perms: map[string]*chatPerm{}, dialogs: map[string]dialogState{}, streamed: map[string]bool{}, cpSeen: map[string]bool{},
 		toolUses: map[string]toolUse{}, taskNames: map[string]string{},
 	}
 	if ch.mode == "" {
@@ -275,7 +276,7 @@ func (c *Panel) open(p openParams, after func(*chatProc, *chat.Session) (map[str
 		ch.boot(chat.Options{
 			Bin: p.Bin, Cwd: p.Cwd, Env: env, Mode: p.Mode, Model: model, Effort: p.Effort,
 			Resume: p.Resume, Fork: p.Fork, AllowedTools: p.AllowedTools, DisallowedTools: p.DisallowedTools,
-			MCPConfig: mcpConfig, OnEvent: ch.onEvent,
+			MCPConfig: mcpConfig, OnEvent: ch.onEvent, DialogKinds: dialogKinds(),
 		}, toolsNote, after)
 	}()
 	return ch, nil
@@ -532,9 +533,10 @@ type chatProc struct {
 	cost      float64
 	ctxTokens int
 	ctxWindow int
-	perms     map[string]*chatPerm // open permission requests by request id
-	note      string               // "the user edited your proposal", for the next send
-	turnUUID  string               // the running turn's user message
+	perms     map[string]*chatPerm   // open permission requests by request id
+	dialogs   map[string]dialogState // open CLI dialogs by request id
+	note      string                 // "the user edited your proposal", for the next send
+	turnUUID  string                 // the running turn's user message
 	lastSent  string
 	sent      []string // user message uuids in send order
 	forkCut   string   // a fork's rewind target: history stops before it
@@ -824,6 +826,10 @@ func (ch *chatProc) onEvent(ev chat.Event) {
 		ch.onPermission(e)
 	case chat.PermissionCancelEvent:
 		ch.onPermissionCancel(e)
+	case chat.DialogRequestEvent:
+		ch.onDialog(e)
+	case chat.DialogCancelEvent:
+		ch.onDialogCancel(e)
 	case chat.ExitEvent:
 		ch.onExit(e)
 	}
@@ -963,6 +969,7 @@ func (ch *chatProc) onExit(e chat.ExitEvent) {
 	ch.state = "exited"
 	perms := ch.perms
 	ch.perms = map[string]*chatPerm{}
+	ch.dialogs = map[string]dialogState{}
 	ch.mu.Unlock()
 	for _, p := range perms {
 		p.stop()

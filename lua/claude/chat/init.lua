@@ -945,7 +945,11 @@ local function needs_permission(chat, d)
   util.emit("ClaudeChatNeedsPermission", { id = chat.id, request_id = d.request_id, tool = d.tool, kind = d.kind, summary = d.summary })
   if opts().notify and not M.visible(chat) then
     util.notify(
-      string.format("nvim-claude: Claude (chat %s) asks to use %s — :ClaudeChat shows it", chat.id, tostring(d.summary or d.tool)),
+      string.format(
+        d.kind == "dialog" and "nvim-claude: Claude (chat %s) asks: %s — :ClaudeChat shows it" or "nvim-claude: Claude (chat %s) asks to use %s — :ClaudeChat shows it",
+        chat.id,
+        util.display(d.summary or d.tool, 120)
+      ),
       vim.log.levels.WARN
     )
   end

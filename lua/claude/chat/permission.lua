@@ -32,6 +32,8 @@ local function join(parts)
   return table.concat(out, " · ")
 end
 
+local choose -- a dialog's choices (defined with the answers)
+
 local function lines_of(s)
   return vim.split(tostring(s or ""), "\n", { plain = true })
 end
@@ -47,6 +49,11 @@ local function help_line(kind)
     return join({
       k("allow") and (k("allow") .. " answer") or nil,
       k("deny") and (k("deny") .. " decline") or nil,
+    })
+  elseif kind == "dialog" then
+    return join({
+      k("allow") and (k("allow") .. " choose") or nil,
+      k("deny") and (k("deny") .. " dismiss") or nil,
     })
   end
   return join({
@@ -151,12 +158,19 @@ local function body(d)
       table.insert(out, display(l))
     end
   end
+  if d.kind == "dialog" then
+    for i, c in ipairs(type(d.choices) == "table" and d.choices or {}) do
+      table.insert(out, string.format("  %d. %s", i, display(c.label)))
+    end
+  end
   return out, cut.any
 end
 
---- Shows a permission prompt at the end of the transcript.
+--- Shows a permission prompt (or one of the CLI's dialogs, kind "dialog")
+--- at the end of the transcript.
 function M.show(chat, d)
-  local lines = { "⚠ Permission: " .. display(d.summary or d.display_name or d.tool) }
+  local heading = d.kind == "dialog" and "⚠ Claude asks: " or "⚠ Permission: "
+  local lines = { heading .. display(d.summary or d.display_name or d.tool) }
   local shown, cut = body(d)
   vim.list_extend(lines, shown)
   table.insert(lines, help_line(d.kind))
@@ -214,6 +228,8 @@ function M.done(chat, rid, d)
     local how = d.behavior == "allow" and "✓ allowed" or "✗ denied"
     if p.d.kind == "plan" then
       how = d.behavior == "allow" and "✓ plan approved" or "✗ plan sent back"
+    elseif p.d.kind == "dialog" then
+      how = d.behavior == "allow" and ("✓ " .. display(d.label or d.result or "answered")) or "✗ dismissed"
     end
     text = how .. (DONE_TEXT[d.by] or (d.by and (" (" .. d.by .. ")") or ""))
   else
@@ -503,6 +519,40 @@ local function may_allow(chat, p)
   return false
 end
 
+--- Settles one of the CLI's dialogs with result (one of its choices; ""
+--- dismisses it).
+function M.respond_dialog(chat, p, result)
+  local res, err = require("claude.server").request("chat_dialog", { id = chat.id, request_id = p.id, result = result })
+  if not res and err then
+    notify(err, vim.log.levels.ERROR)
+    return false
+  end
+  if result == "edit_prompt" and chat.last_prompt then
+    -- The refused prompt comes back for editing, unless the user has
+    -- started another one meanwhile.
+    local prompt = require("claude.chat.prompt")
+    if vim.trim(prompt.text(chat)) == "" then
+      prompt.set_text(chat, chat.last_prompt)
+    end
+  end
+  return true
+end
+
+-- choose offers a dialog's choices, each with the CLI's own words.
+choose = function(chat, p)
+  local choices = type(p.d.choices) == "table" and p.d.choices or {}
+  vim.ui.select(choices, {
+    prompt = display(p.d.summary or "Claude asks"),
+    format_item = function(c)
+      return display(c.label)
+    end,
+  }, function(c)
+    if c then
+      M.respond_dialog(chat, p, c.result)
+    end
+  end)
+end
+
 --- Answers the prompt under the cursor; with the cursor elsewhere it
 --- answers nothing and says which prompt waits and how to reach it.
 --- choice: "allow", "session", "project" or "deny".
@@ -517,6 +567,14 @@ function M.answer(chat, choice)
     return
   end
   local kind = p.d.kind
+  if kind == "dialog" then
+    if choice == "deny" then
+      M.respond_dialog(chat, p, "")
+    else
+      choose(chat, p)
+    end
+    return
+  end
   if kind == "question" then
     if choice == "deny" then
       M.respond(chat, p, { behavior = "deny", message = "The user declined to answer." })

@@ -251,6 +251,7 @@ function M.send(chat, text)
   end
   if trimmed ~= "" then
     remember(trimmed)
+    chat.last_prompt = trimmed -- what a refusal's "edit the prompt" gives back
   end
   chat.hist_idx = nil
   chat.draft = nil
