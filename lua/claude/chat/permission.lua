@@ -9,9 +9,7 @@ local api = vim.api
 
 local M = {}
 
-local function notify(msg, level)
-  vim.notify(msg, level or vim.log.levels.INFO, { title = "nvim-claude" })
-end
+local notify = require("claude.util").notify
 
 local function keys()
   return config.options.chat.keys

@@ -15,9 +15,7 @@ local function chats()
   return require("claude.chat")
 end
 
-local function notify(msg, level)
-  vim.notify(msg, level or vim.log.levels.INFO, { title = "nvim-claude" })
-end
+local notify = require("claude.util").notify
 
 local function opts()
   return config.options.chat
