@@ -1,0 +1,114 @@
+//go:build unix
+
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// gitIn runs git in dir (a throwaway identity: the test machine may have
+// none) and fails the test when git does.
+func gitIn(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@example.invalid"}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// :ClaudeStart --worktree feat beside a running Claude: git makes the
+// worktree (the CLI's layout, on the branch worktree-feat from HEAD), a
+// second CLI starts in it and connects, the dashboard shows its session in
+// that directory, and its edit of the worktree's copy of the file opens as
+// a diff of that copy — accepted there, the main tree's file untouched.
+func TestCLIWorktreeSession(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	s := startDiffSession(t, "")
+	gitIn(t, s.project, "init", "-q")
+	gitIn(t, s.project, "add", "hello.txt")
+	gitIn(t, s.project, "commit", "-q", "-m", "start")
+	head := gitIn(t, s.project, "rev-parse", "HEAD")
+	first := s.st.Terminal.PID
+
+	s.Exec(t, `vim.cmd("ClaudeStart --worktree feat")`)
+	s.WaitFor(t, 30*time.Second, fmt.Sprintf(`(require("claude.terminal").info() or {}).pid ~= %d`, first),
+		`return { notes = _G.notes, info = require("claude.terminal").info() }`, "the worktree's terminal")
+	st := s.status(t)
+	killOnCleanup(t, st.Terminal.PID)
+	wt := filepath.Join(s.project, ".claude", "worktrees", "feat")
+	if got := gitIn(t, wt, "rev-parse", "--abbrev-ref", "HEAD"); got != "worktree-feat" {
+		t.Fatalf("worktree on branch %q, want worktree-feat", got)
+	}
+	if got := gitIn(t, wt, "rev-parse", "HEAD"); got != head {
+		t.Fatalf("worktree at %s, want HEAD %s", got, head)
+	}
+	if cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", st.Terminal.PID)); err == nil && cwd != wt {
+		t.Fatalf("the CLI runs in %q, want %q", cwd, wt)
+	}
+	s.WaitFor(t, 60*time.Second,
+		fmt.Sprintf(`(function() for _, c in ipairs(require("claude").status().clients) do if c.pid == %d then return true end end end)()`, st.Terminal.PID),
+		`return { status = require("claude").status(), screen = vim.api.nvim_buf_get_lines(require("claude").status().terminal.bufnr, 0, -1, false) }`,
+		"the worktree's CLI to connect")
+	s.WaitFor(t, 30*time.Second, fmt.Sprintf(`(function() for _, x in ipairs(require("claude").sessions()) do if x.dir == %q then return true end end end)()`, wt),
+		`return require("claude").sessions()`, "the dashboard to list the worktree's session")
+	var line string
+	s.Eval(t, `require("claude.sessions").open() local l = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n") vim.cmd("close") return l`, &line)
+	if !strings.Contains(line, "[wt:feat]") {
+		t.Fatalf("the dashboard does not tag the worktree session:\n%s", line)
+	}
+
+	// The worktree's session edits its own copy.
+	s.st = st
+	s.waitScreen(t, 60*time.Second, "? for shortcuts")
+	wtFile := filepath.Join(wt, "hello.txt")
+	s.scriptEdit(wtFile, "beta", "BETA", "Edited.")
+	s.submit(t, "make beta loud")
+	d := s.waitDiff(t)
+	if d.File != wtFile {
+		t.Fatalf("the diff is of %q, want the worktree's %q", d.File, wtFile)
+	}
+	s.Exec(t, `vim.api.nvim_set_current_win(vim.fn.win_findbuf(...)[1]) vim.cmd("write")`, d.ProposalBuf)
+	s.waitNoDiff(t)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b, _ := os.ReadFile(wtFile)
+		if string(b) == "alpha\nBETA\ngamma\ndelta\n" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("worktree file %q; screen:\n%s", b, s.screen(t))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if b, _ := os.ReadFile(s.file); string(b) != diffFileText {
+		t.Fatalf("the main tree's file changed: %q", b)
+	}
+}
+
+// Outside a git repository :ClaudeStart --worktree says so and starts
+// nothing: no second terminal, no directory.
+func TestCLIWorktreeOutsideRepository(t *testing.T) {
+	s := startDiffSession(t, "")
+	first := s.st.Terminal.PID
+	s.Exec(t, `_G.notes = {} vim.cmd("ClaudeStart --worktree feat")`)
+	s.WaitFor(t, 30*time.Second, `(function() for _, n in ipairs(_G.notes) do if tostring(n.msg or n):find("not in a git repository", 1, true) then return true end end end)()`,
+		`return _G.notes`, "the notice")
+	var pid int
+	s.Eval(t, `return require("claude.terminal").info().pid`, &pid)
+	if pid != first {
+		t.Fatalf("a terminal started outside a repository: pid %d", pid)
+	}
+	if _, err := os.Stat(filepath.Join(s.project, ".claude", "worktrees")); err == nil {
+		t.Fatalf("a worktree directory was made")
+	}
+}
