@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nvim-claude/nvim-claude/internal/fakeapi"
 )
 
 // gitIn runs git in dir (a throwaway identity: the test machine may have
@@ -67,10 +69,34 @@ func TestCLIWorktreeSession(t *testing.T) {
 		t.Fatalf("the dashboard does not tag the worktree session:\n%s", line)
 	}
 
-	// The worktree's session edits its own copy.
+	// A selection in the worktree's copy reaches its session only: the
+	// main session, asked next, was told nothing of it; the worktree's
+	// session was.
+	mainSt := s.st
 	s.st = st
 	s.waitScreen(t, 60*time.Second, "? for shortcuts")
 	wtFile := filepath.Join(wt, "hello.txt")
+	s.Exec(t, `vim.cmd("stopinsert") vim.cmd("wincmd p") vim.cmd("edit " .. vim.fn.fnameescape(...))`, wtFile)
+	s.selInput(t, "2GVj")
+	s.selInput(t, "<Esc>")
+	s.waitScreen(t, 30*time.Second, "2 lines selected")
+	s.api.Script(fakeapi.Reply(fakeapi.Text("Main here.")), fakeapi.Reply(fakeapi.Text("Worktree here.")))
+	s.st = mainSt
+	s.submit(t, "qmain")
+	mainReq := s.mainRequestWith(t, "qmain")
+	if strings.Contains(mainReq.Text(), wtFile) {
+		t.Fatalf("the main session was told of the worktree's selection:\n%s", mainReq.Text())
+	}
+	s.waitScreen(t, 30*time.Second, "Main here.")
+	s.st = st
+	s.submit(t, "qwt")
+	wtReq := s.mainRequestWith(t, "qwt")
+	if want := "The user selected the lines 2 to 3 from " + wtFile; !strings.Contains(wtReq.Text(), want) {
+		t.Fatalf("the worktree's session lacks %q:\n%s", want, wtReq.Text())
+	}
+	s.waitScreen(t, 30*time.Second, "Worktree here.")
+
+	// The worktree's session edits its own copy.
 	s.scriptEdit(wtFile, "beta", "BETA", "Edited.")
 	s.submit(t, "make beta loud")
 	d := s.waitDiff(t)

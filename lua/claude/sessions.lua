@@ -141,6 +141,15 @@ function M.terminal_started(pid, buf)
   pending_id = nil
 end
 
+--- Called by terminal when the terminal of buf becomes the current one:
+--- among sessions in one tree, the last used gets the selection.
+function M.terminal_used(buf)
+  local id = buf and term_ids[buf]
+  if id then
+    update(id, "used")
+  end
+end
+
 --- Called by terminal.open when the CLI could not start.
 function M.terminal_failed()
   if pending_id then

@@ -637,6 +637,7 @@ function M.switch(buf, focus)
   if term.bufnr ~= buf or not alive() then
     return false
   end
+  require("claude.sessions").terminal_used(buf)
   show(focus)
   return true
 end
