@@ -108,6 +108,47 @@ return {
     wt._forget(w.path)
     cleanup()
   end,
+  discard_asks_first_and_names_uncommitted_changes = function()
+    config.options = config.defaults()
+    local dir, git, cleanup = git_repo()
+    local w = create("gone", dir)
+    assert(w, "worktree made")
+    vim.fn.writefile({ "draft" }, w.path .. "/draft.txt")
+    local orig = vim.ui.select
+    local function discard(answer)
+      local asked, result, ran = nil, nil, false
+      vim.ui.select = function(items, o, cb)
+        asked = o.prompt
+        cb(answer)
+      end
+      wt.discard(w.path .. "/sub", function(removed)
+        result = removed
+      end, function()
+        ran = true
+      end)
+      vim.wait(10000, function()
+        return result ~= nil
+      end, 20)
+      return asked, result, ran
+    end
+    local asked, removed, ran = discard("Keep")
+    vim.ui.select = orig
+    t.eq(false, removed, "kept")
+    t.eq(false, ran, "the session is not stopped when kept")
+    assert(asked and asked:find("draft.txt", 1, true) and asked:find("worktree-gone", 1, true), tostring(asked))
+    t.eq(1, vim.fn.isdirectory(w.path), "still there")
+    asked, removed, ran = discard(nil) -- the question dismissed
+    vim.ui.select = orig
+    t.eq(false, removed, "dismissed")
+    asked, removed, ran = discard("Discard")
+    vim.ui.select = orig
+    t.eq(true, removed, "discarded")
+    t.eq(true, ran, "the session stopped first")
+    t.eq(0, vim.fn.isdirectory(w.path), "worktree gone")
+    t.eq("", vim.trim(git("branch", "--list", "worktree-gone")), "branch gone")
+    t.eq(nil, wt.of_dir(w.path) and wt.of_dir(w.path).branch, "forgotten")
+    cleanup()
+  end,
   create_outside_a_repository_starts_nothing = function()
     local dir = vim.fn.tempname()
     vim.fn.mkdir(dir, "p")

@@ -119,6 +119,45 @@ func TestCLIWorktreeSession(t *testing.T) {
 	if b, _ := os.ReadFile(s.file); string(b) != diffFileText {
 		t.Fatalf("the main tree's file changed: %q", b)
 	}
+
+	// D in the dashboard on the worktree's session: the question names the
+	// uncommitted edit; "Keep" deletes nothing, "Discard" stops the
+	// session and removes the worktree and its branch.
+	discard := func(answer string) string {
+		t.Helper()
+		var asked string
+		s.Eval(t, `local answer = ...
+_G.asked = nil
+vim.ui.select = function(items, o, cb) _G.asked = o.prompt cb(answer) end
+require("claude.sessions").open()
+for i, l in ipairs(vim.api.nvim_buf_get_lines(0, 0, -1, false)) do
+  if l:find("[wt:feat]", 1, true) then vim.api.nvim_win_set_cursor(0, { i, 0 }) end
+end
+vim.cmd("normal D")
+return ""`, &asked, answer)
+		s.WaitFor(t, 30*time.Second, `_G.asked ~= nil`, `return _G.notes`, "the question")
+		s.Eval(t, `return _G.asked`, &asked)
+		return asked
+	}
+	asked := discard("Keep")
+	if !strings.Contains(asked, "hello.txt") || !strings.Contains(asked, "worktree-feat") || !strings.Contains(asked, "1 uncommitted change") {
+		t.Fatalf("the question does not name the branch and the uncommitted change:\n%s", asked)
+	}
+	if _, err := os.Stat(wt); err != nil {
+		t.Fatalf("kept, yet the worktree is gone: %v", err)
+	}
+	s.Exec(t, `pcall(vim.cmd, "close")`)
+	discard("Discard")
+	s.WaitFor(t, 30*time.Second, `(function() for _, n in ipairs(_G.notes) do if tostring(n.msg):find("discarded", 1, true) then return true end end end)()`,
+		`return _G.notes`, "the worktree and its branch to go")
+	if _, err := os.Stat(wt); !os.IsNotExist(err) {
+		t.Fatalf("the worktree is left: %v", err)
+	}
+	s.WaitFor(t, 30*time.Second, fmt.Sprintf(`(function() for _, x in ipairs(require("claude").sessions()) do if x.dir == %q and x.state ~= "exited" then return false end end return true end)()`, wt),
+		`return require("claude").sessions()`, "the worktree's session to stop")
+	if got := gitIn(t, s.project, "branch", "--list", "worktree-feat"); got != "" {
+		t.Fatalf("the branch is left: %q", got)
+	}
 }
 
 // Outside a git repository :ClaudeStart --worktree says so and starts

@@ -451,7 +451,7 @@ function M._render()
     table.insert(lines, "(no session: :ClaudeStart or :ClaudeChat starts one)")
   end
   table.insert(lines, "")
-  table.insert(lines, "<CR> jump · x stop · r rename · h continue in the other mode · w new session in a worktree · q close")
+  table.insert(lines, "<CR> jump · x stop · r rename · h continue in the other mode · w new session in a worktree · D discard its worktree · q close")
   vim.bo[buf].modifiable = true
   api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   vim.bo[buf].modifiable = false
@@ -540,6 +540,23 @@ function M.open()
         require("claude").start_worktree(name ~= "" and name or nil, {})
       end)
     end, "nvim-claude: a new Claude session in its own git worktree")
+    map("D", function()
+      local s = under_cursor()
+      if not (s and require("claude.worktree").of_dir(s.dir)) then
+        util.notify("nvim-claude: this session runs in no worktree", vim.log.levels.INFO)
+        return
+      end
+      require("claude.worktree").discard(s.dir, function()
+        refresh()
+        if panel.buf and api.nvim_buf_is_valid(panel.buf) then
+          M._render()
+        end
+      end, function()
+        if s.state ~= "exited" then
+          M.stop(s)
+        end
+      end)
+    end, "nvim-claude: discard the session's worktree and branch (asks first)")
     map("q", "<cmd>close<CR>", "nvim-claude: close the panel")
   end
   M._render()

@@ -235,6 +235,91 @@ function M.create(name, done, cwd)
   end)
 end
 
+-- question is what discard asks: the worktree, its branch, and every
+-- uncommitted change that would be lost (the first 20 named).
+local function question(w, branch, changes)
+  local lines = {
+    string.format(
+      "Discard the worktree %s (%s)%s?",
+      util.display(w.name, 64),
+      util.display(vim.fn.fnamemodify(w.path, ":~"), 160),
+      branch and (" and delete its branch " .. util.display(branch, 80)) or ""
+    ),
+  }
+  if #changes == 0 then
+    table.insert(lines, "It has no uncommitted change.")
+  else
+    table.insert(lines, string.format("Its %d uncommitted change%s will be lost:", #changes, #changes == 1 and "" or "s"))
+    for i = 1, math.min(#changes, 20) do
+      table.insert(lines, "  " .. util.display(changes[i], 160))
+    end
+    if #changes > 20 then
+      table.insert(lines, string.format("  … and %d more", #changes - 20))
+    end
+  end
+  return table.concat(lines, "\n")
+end
+
+--- Discards the worktree that holds path (one made here or by the CLI's
+--- own -w): asks first — naming its branch and every uncommitted change
+--- that would be lost — and only on "Discard" runs before() (stop its
+--- session), then `git worktree remove --force` and `git branch -D`.
+--- Nothing is deleted without that answer. done(removed) runs on the
+--- main loop. git runs as jobs.
+function M.discard(path, done, before)
+  done = done or function() end
+  local w = M.of_dir(path)
+  if not w then
+    fail(util.display(path, 160) .. " is in no session worktree; nothing discarded")
+    return done(false)
+  end
+  local cwd = vim.fn.getcwd(-1, -1)
+  if cwd == w.path or cwd:sub(1, #w.path + 1) == w.path .. "/" then
+    fail("Neovim's directory is inside the worktree " .. util.display(w.name, 64) .. "; :cd out of it first. Nothing discarded")
+    return done(false)
+  end
+  run({ "status", "--porcelain" }, w.path, function(code, changes, err)
+    if code ~= 0 then
+      fail("git status in " .. util.display(w.path, 160) .. " failed: " .. util.display(err, 300) .. "; nothing discarded")
+      return done(false)
+    end
+    run({ "rev-parse", "--abbrev-ref", "HEAD" }, w.path, function(_, head)
+      local branch = head[1]
+      if branch == nil or branch == "HEAD" or branch == "" then
+        branch = nil -- detached: no branch of its own to delete
+      end
+      local root = w.root
+      vim.ui.select({ "Keep", "Discard" }, { prompt = question(w, branch, changes) }, function(choice)
+        if choice ~= "Discard" then
+          util.notify("nvim-claude: worktree " .. util.display(w.name, 64) .. " kept")
+          return done(false)
+        end
+        if before then
+          before()
+        end
+        run({ "worktree", "remove", "--force", w.path }, root, function(c2, _, e2)
+          if c2 ~= 0 then
+            fail("git worktree remove failed: " .. util.display(e2, 300))
+            return done(false)
+          end
+          made[w.path] = nil
+          if not branch then
+            return done(true)
+          end
+          run({ "branch", "-D", branch }, root, function(c3, _, e3)
+            if c3 ~= 0 then
+              fail("the worktree is gone, but deleting its branch failed: " .. util.display(e3, 300))
+              return done(false)
+            end
+            util.notify("nvim-claude: worktree " .. util.display(w.name, 64) .. " and its branch " .. util.display(branch, 80) .. " discarded")
+            done(true)
+          end)
+        end)
+      end)
+    end)
+  end)
+end
+
 --- Forgets the worktree at path (after it was removed).
 function M._forget(path)
   made[path] = nil
