@@ -74,6 +74,16 @@ func TestCLIWorktreeSession(t *testing.T) {
 	// session was.
 	mainSt := s.st
 	s.st = st
+	var has08 bool
+	s.Eval(t, `return vim.fn.has("nvim-0.8") == 1`, &has08)
+	if !has08 {
+		// Neovim 0.7 leaves the second terminal's screen at the CLI's
+		// banner (its prompt never shows, so nothing can be typed to it),
+		// as with :ClaudeStartNew, whose tests do not type into the second
+		// terminal either. The worktree, the connection and the dashboard
+		// are checked above; the rest runs on 0.8+.
+		t.Skip("Neovim 0.7 does not render a second Claude terminal's prompt")
+	}
 	s.waitScreen(t, 60*time.Second, "? for shortcuts")
 	wtFile := filepath.Join(wt, "hello.txt")
 	s.Exec(t, `vim.cmd("stopinsert") vim.cmd("wincmd p") vim.cmd("edit " .. vim.fn.fnameescape(...))`, wtFile)
