@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -185,5 +186,30 @@ func TestCLIWorktreeOutsideRepository(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(s.project, ".claude", "worktrees")); err == nil {
 		t.Fatalf("a worktree directory was made")
+	}
+}
+
+// :ClaudeChat --worktree cw <prompt>: a new chat whose CLI runs in the new
+// worktree, with the prompt sent; the dashboard lists it there.
+func TestCLIWorktreeChat(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	s := startChatSession(t, map[string]string{"hello.txt": "hi\n"}, "")
+	gitIn(t, s.project, "init", "-q")
+	gitIn(t, s.project, "add", "hello.txt")
+	gitIn(t, s.project, "commit", "-q", "-m", "start")
+	s.api.Script(fakeapi.Reply(fakeapi.Text("From the worktree.")))
+	s.Exec(t, `vim.cmd("ClaudeChat --worktree cw qchatwt")`)
+	wt := filepath.Join(s.project, ".claude", "worktrees", "cw")
+	s.WaitFor(t, 60*time.Second, fmt.Sprintf(`(function() for _, x in ipairs(require("claude").sessions()) do if x.mode == "chat" and x.dir == %q then return true end end end)()`, wt),
+		`return { sessions = require("claude").sessions(), notes = _G.notes }`, "the worktree's chat")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := s.api.WaitFor(ctx, func(r fakeapi.Request) bool { return r.Main && strings.Contains(r.Text(), "qchatwt") }); err != nil {
+		t.Fatalf("the chat's prompt never reached the model: %v", err)
+	}
+	if got := gitIn(t, wt, "rev-parse", "--abbrev-ref", "HEAD"); got != "worktree-cw" {
+		t.Fatalf("worktree on branch %q", got)
 	}
 }
