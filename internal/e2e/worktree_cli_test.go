@@ -213,3 +213,35 @@ func TestCLIWorktreeChat(t *testing.T) {
 		t.Fatalf("worktree on branch %q", got)
 	}
 }
+
+// With worktree.dir outside the project, the new worktree joins the lock
+// file's workspace folders (the CLI and the host's path rule need it), and
+// its CLI connects.
+func TestCLIWorktreeOutsideDirInLock(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	outside, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startDiffSession(t, fmt.Sprintf(`, worktree = { dir = %q }`, outside))
+	gitIn(t, s.project, "init", "-q")
+	gitIn(t, s.project, "add", "hello.txt")
+	gitIn(t, s.project, "commit", "-q", "-m", "start")
+	first := s.st.Terminal.PID
+	s.Exec(t, `vim.cmd("ClaudeStart --worktree out")`)
+	s.WaitFor(t, 30*time.Second, fmt.Sprintf(`(require("claude.terminal").info() or {}).pid ~= %d`, first),
+		`return { notes = _G.notes, info = require("claude.terminal").info() }`, "the worktree's terminal")
+	st := s.status(t)
+	killOnCleanup(t, st.Terminal.PID)
+	wt := filepath.Join(outside, "out")
+	s.WaitFor(t, 30*time.Second, fmt.Sprintf(`(function()
+  local f = io.open(require("claude").status().lock_file) if not f then return false end
+  local lock = vim.json.decode(f:read("*a")) f:close()
+  for _, d in ipairs(lock.workspaceFolders or {}) do if d == %q then return true end end
+end)()`, wt), `return require("claude").status().lock_file`, "the lock's folders to cover the worktree")
+	s.WaitFor(t, 60*time.Second,
+		fmt.Sprintf(`(function() for _, c in ipairs(require("claude").status().clients) do if c.pid == %d then return true end end end)()`, st.Terminal.PID),
+		`return require("claude").status()`, "the worktree's CLI to connect")
+}
