@@ -124,6 +124,10 @@ type Session struct {
 	diffs  int
 	prompt bool
 	order  int // creation order, terminals and chats alike
+	// used: when the user last used the session (made it the current
+	// terminal, typed a prompt to it), as a tick of the feature's clock;
+	// among sessions in one tree, the last used gets the selection.
+	used int
 	// chatReqs are a chat's permission requests not answered yet, oldest
 	// first (Request is the first: the one the chat's prompt jumps to).
 	chatReqs []*Request
@@ -178,6 +182,7 @@ type Sessions struct {
 	mu    sync.Mutex
 	byID  map[string]*Session
 	seq   int // sessions made
+	tick  int // the clock of Session.used
 	terms int // terminal sessions made (their ids: t1, t2 …)
 	// diffOwner: the session each open diff of a terminal CLI is for, by
 	// the diff's tab name.
@@ -371,7 +376,8 @@ func (s *Sessions) handleTerminal(_ context.Context, p terminalParams) (any, err
 		name = filepath.Base(p.Dir)
 	}
 	name = s.uniqueNameLocked(display.Line(name, maxName))
-	s.byID[id] = &Session{ID: id, Name: name, Dir: p.Dir, Mode: ModeTerminal, State: Idle, Since: s.now().Unix(), order: s.seq}
+	s.tick++
+	s.byID[id] = &Session{ID: id, Name: name, Dir: p.Dir, Mode: ModeTerminal, State: Idle, Since: s.now().Unix(), order: s.seq, used: s.tick}
 	s.mu.Unlock()
 	info := TerminalInfo{ID: id, Settings: HookSettings(s.bin(), id)}
 	if p.UserSettings != "" {
@@ -496,7 +502,8 @@ type updateParams struct {
 	// Tab names the diff of a diff event.
 	Tab string `json:"tab"`
 	// Event: "pid" (with PID), "exited", "rename" (with Name), "seen"
-	// (the user looked: done → idle), "diff_opened", "diff_closed".
+	// (the user looked: done → idle), "used" (the user made it the
+	// current terminal), "diff_opened", "diff_closed".
 	Event string `json:"event"`
 	PID   int    `json:"pid"`
 	Name  string `json:"name"`
@@ -518,6 +525,11 @@ func (s *Sessions) handleUpdate(_ context.Context, p updateParams) (any, error) 
 	switch p.Event {
 	case "pid":
 		x.PID = p.PID
+		s.mu.Unlock()
+		return nil, nil
+	case "used":
+		s.tick++
+		x.used = s.tick
 		s.mu.Unlock()
 		return nil, nil
 	case "rename":
@@ -675,6 +687,10 @@ func (s *Sessions) Hook(c HookCall) error {
 	s.log.Debug("hook", "session", c.Session, "event", c.Event, "tool", c.Tool, "type", c.NotificationType)
 	switch c.Event {
 	case "UserPromptSubmit", "PreToolUse", "PostToolUse":
+		if c.Event == "UserPromptSubmit" {
+			s.tick++
+			x.used = s.tick
+		}
 		// A tool ran or is about to: whatever prompt there was is answered.
 		x.prompt = false
 		x.Request = nil

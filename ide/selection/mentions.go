@@ -95,7 +95,7 @@ func (c *Tracker) handleMention(_ context.Context, req mentionRequest) (any, err
 
 	delivered := 0
 	for _, m := range req.Mentions {
-		if n := c.h.Broadcast("at_mentioned", m); n > delivered {
+		if n := c.sendMention(m); n > delivered {
 			delivered = n
 		}
 	}

@@ -85,6 +85,7 @@ type Tracker struct {
 	co           selCoalescer
 	queue        []queuedMention     // mentions waiting for a CLI (mentions.go)
 	ready        map[string]struct{} // CLIs greeted: they take notifications
+	router       Router              // nil: every selection to every CLI
 }
 
 // New makes the selection feature and starts its tracker; Hooks().Close
@@ -438,7 +439,7 @@ func (c *Tracker) apply(st *nvimbridge.SelectionState) {
 	p, send := c.co.observe(st)
 	c.mu.Unlock()
 	if send {
-		c.h.Broadcast("selection_changed", p)
+		c.sendSelection(p)
 	}
 }
 
@@ -500,7 +501,7 @@ func (c *Tracker) greet(clientID string) {
 	}
 	queued := c.takeQueue()
 	c.mu.Unlock()
-	if ok {
+	if ok && !c.routedAway(clientID, p) {
 		c.notifyClient(clientID, "selection_changed", p)
 	}
 	c.deliverQueued(clientID, queued)

@@ -90,6 +90,13 @@ function M.create()
       -- a conversation (the terminal's, say) continues in a chat
       return chat().open({ resume = o.fargs[2], prompt = table.concat(o.fargs, " ", 3) })
     end
+    local want, rest = require("claude.worktree").split_args(o.fargs)
+    if want then
+      -- a new chat in its own worktree, once git has made it
+      return require("claude.worktree").create(want.name, function(w)
+        chat().open({ prompt = table.concat(rest, " "), new = true, cwd = w.path })
+      end)
+    end
     chat().open({ prompt = o.args, new = o.bang })
   end, { nargs = "*", bang = true, desc = "Open the Claude chat (! starts another one); [prompt] is sent" })
   cmd("ClaudeChatSessions", function()

@@ -216,6 +216,13 @@ function M.defaults()
       },
       hint = true, -- a line over the proposal: ":w accept · :q reject · <leader>ca / <leader>cr"
     },
+    worktree = {
+      -- :ClaudeStart --worktree [name]: where session worktrees go; nil is
+      -- the CLI's own layout, <repository>/.claude/worktrees/<name>; a
+      -- relative path is taken from the repository's root
+      dir = nil,
+      branch_prefix = "worktree-", -- the branch is <prefix><name> (the CLI's)
+    },
     review = {
       -- :ClaudeReview (the review queue): keys in its panel and in a
       -- file's diff against its baseline
@@ -538,6 +545,12 @@ local schema = {
         },
       },
       hint = { types = { "boolean" } },
+    },
+  },
+  worktree = {
+    table = {
+      dir = { types = { "string" } },
+      branch_prefix = { types = { "string" } },
     },
   },
   review = {

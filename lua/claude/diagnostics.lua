@@ -247,6 +247,13 @@ function M.workspace_folders()
       end
     end
   end
+  -- the session worktrees made outside the cwd (worktree.dir elsewhere)
+  local wt = package.loaded["claude.worktree"]
+  for _, dir in ipairs(wt and wt.folders(folders[1]) or {}) do
+    if not covered(dir) then
+      table.insert(folders, dir)
+    end
+  end
   for _, client in ipairs(lsp_clients()) do
     local wf = client.workspace_folders
     if type(wf) ~= "table" and client.config and type(client.config.root_dir) == "string" then
@@ -277,6 +284,12 @@ local function send_folders()
   end
   state.folders_key = key
   server().notify("workspace_folders", { folders = folders })
+end
+
+--- Sends the workspace folders again (a session worktree was made).
+function M.refresh_folders()
+  state.folders_key = nil
+  send_folders()
 end
 
 function M.attach()

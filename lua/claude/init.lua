@@ -105,6 +105,10 @@ end
 function M.start(args, restart)
   local config = require("claude.config")
   local term = require("claude.terminal")
+  local want, rest = require("claude.worktree").split_args(args)
+  if want then
+    return M.start_worktree(want.name, rest)
+  end
   if term.info() then
     if restart then
       -- :ClaudeStart! — a new CLI with these arguments; the server stays.
@@ -132,6 +136,39 @@ function M.start(args, restart)
     return st
   end
   require("claude.terminal").open(st.port, args)
+  return st
+end
+
+--- :ClaudeStart --worktree [name]: a git worktree on a new branch from
+--- HEAD (git runs as a job), then a Claude terminal in it — beside a
+--- running one, which goes on in the background. Outside a git repository
+--- it says so and starts nothing. done(w), when given, gets the worktree.
+function M.start_worktree(name, args, done)
+  local config = require("claude.config")
+  local st = M.serve_quiet()
+  if not st then
+    return
+  end
+  require("claude.worktree").create(name, function(w)
+    if config.options.terminal.provider == "none" then
+      vim.notify(
+        string.format(
+          "nvim-claude: worktree %s ready on branch %s. Run the CLI yourself:\n  cd %s && CLAUDE_CODE_SSE_PORT=%d claude",
+          require("claude.util").display(w.name, 64),
+          require("claude.util").display(w.branch, 80),
+          vim.fn.shellescape(w.path),
+          st.port
+        ),
+        vim.log.levels.INFO,
+        { title = "nvim-claude" }
+      )
+    else
+      require("claude.terminal").open_another(st.port, args, true, w.path)
+    end
+    if done then
+      done(w)
+    end
+  end)
   return st
 end
 

@@ -89,7 +89,7 @@ end
 --- Called by terminal.open before it starts the CLI: registers the
 --- session and, with sessions.hooks and the editor tools' socket, adds the
 --- --settings layer of our hooks to args. Returns the new args.
-function M.terminal_args(args, tools)
+function M.terminal_args(args, tools, cwd)
   pending_id = nil
   for i, a in ipairs(args or {}) do
     if a == "--resume" or a == "-r" then
@@ -107,7 +107,7 @@ function M.terminal_args(args, tools)
     end
   end
   local want = opts().hooks and tools and tools.socket
-  local res = request("sessions.terminal", { dir = vim.fn.getcwd(-1, -1), user_settings = want and user or nil })
+  local res = request("sessions.terminal", { dir = cwd or vim.fn.getcwd(-1, -1), user_settings = want and user or nil })
   if type(res) ~= "table" or not res.id then
     return args
   end
@@ -139,6 +139,15 @@ function M.terminal_started(pid, buf)
     update(pending_id, "pid", { pid = pid })
   end
   pending_id = nil
+end
+
+--- Called by terminal when the terminal of buf becomes the current one:
+--- among sessions in one tree, the last used gets the selection.
+function M.terminal_used(buf)
+  local id = buf and term_ids[buf]
+  if id then
+    update(id, "used")
+  end
 end
 
 --- Called by terminal.open when the CLI could not start.
@@ -382,7 +391,8 @@ local function line(s)
     util.display(s.state, 12),
     since(s.since),
     cost,
-    util.display(vim.fn.fnamemodify(tostring(s.dir or ""), ":~"), DIR_MAX),
+    util.display(vim.fn.fnamemodify(tostring(s.dir or ""), ":~"), DIR_MAX)
+      .. (require("claude.worktree").of_dir(s.dir) and ("  [" .. require("claude.worktree").label(s.dir) .. "]") or ""),
     w ~= "" and ("  — " .. w) or ""
   ) .. (handing[s.id] and ("  → " .. other_mode(s) .. " when the turn ends (h cancels)") or "")
 end
@@ -441,7 +451,7 @@ function M._render()
     table.insert(lines, "(no session: :ClaudeStart or :ClaudeChat starts one)")
   end
   table.insert(lines, "")
-  table.insert(lines, "<CR> jump · x stop · r rename · h continue in the other mode · q close")
+  table.insert(lines, "<CR> jump · x stop · r rename · h continue in the other mode · w new session in a worktree · D discard its worktree · q close")
   vim.bo[buf].modifiable = true
   api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   vim.bo[buf].modifiable = false
@@ -521,6 +531,32 @@ function M.open()
         M.handover(s)
       end
     end, "nvim-claude: continue the session in the other mode")
+    map("w", function()
+      vim.ui.input({ prompt = "New session in a worktree, name (empty: a fresh one): " }, function(name)
+        if name == nil then
+          return
+        end
+        name = vim.trim(name)
+        require("claude").start_worktree(name ~= "" and name or nil, {})
+      end)
+    end, "nvim-claude: a new Claude session in its own git worktree")
+    map("D", function()
+      local s = under_cursor()
+      if not (s and require("claude.worktree").of_dir(s.dir)) then
+        util.notify("nvim-claude: this session runs in no worktree", vim.log.levels.INFO)
+        return
+      end
+      require("claude.worktree").discard(s.dir, function()
+        refresh()
+        if panel.buf and api.nvim_buf_is_valid(panel.buf) then
+          M._render()
+        end
+      end, function()
+        if s.state ~= "exited" then
+          M.stop(s)
+        end
+      end)
+    end, "nvim-claude: discard the session's worktree and branch (asks first)")
     map("q", "<cmd>close<CR>", "nvim-claude: close the panel")
   end
   M._render()

@@ -356,8 +356,9 @@ local function tell_unreviewed(args)
 end
 
 --- Opens the CLI in a terminal split (or shows the one already running).
---- port is the IDE server's port; args are extra CLI arguments.
-function M.open(port, args, focus)
+--- port is the IDE server's port; args are extra CLI arguments; cwd is
+--- where the CLI runs (nil: Neovim's cwd; a session worktree's path).
+function M.open(port, args, focus, cwd)
   if focus == nil then
     focus = true
   end
@@ -366,12 +367,13 @@ function M.open(port, args, focus)
     return term
   end
   local tools = M.editor_tools()
+  cwd = cwd or vim.fn.getcwd(-1, -1)
   tell_unreviewed(args)
   args = with_mode(args)
-  args = with_tools(require("claude.sessions").terminal_args(args, tools), tools)
+  args = with_tools(require("claude.sessions").terminal_args(args, tools, cwd), tools)
   local S = snacks()
   if S then
-    local t, err = open_snacks(S, M.cmd(args), { cwd = vim.fn.getcwd(-1, -1), env = M.env(port, tools) }, focus)
+    local t, err = open_snacks(S, M.cmd(args), { cwd = cwd, env = M.env(port, tools) }, focus)
     if t then
       pcall(vim.api.nvim_buf_set_var, t.bufnr, "claude_terminal", true)
       -- our keys before the FileType event: the user's mappings there win
@@ -387,7 +389,7 @@ function M.open(port, args, focus)
   local win = open_window(buf)
   local cmd = M.cmd(args)
   local opts = {
-    cwd = vim.fn.getcwd(-1, -1),
+    cwd = cwd,
     env = M.env(port, tools),
     on_exit = function(job, code)
       vim.schedule(function()
@@ -586,7 +588,7 @@ end
 
 --- :ClaudeStartNew: another CLI in a terminal, beside the running one
 --- (which goes on in the background).
-function M.open_another(port, args, focus)
+function M.open_another(port, args, focus, cwd)
   local prev = alive() and term or nil
   if prev then
     -- its window stays (a terminal Neovim 0.7 does not show is not
@@ -594,7 +596,7 @@ function M.open_another(port, args, focus)
     table.insert(others, prev)
     term = { bufnr = nil, job_id = nil, pid = nil, snacks = nil }
   end
-  local t = M.open(port, args, focus)
+  local t = M.open(port, args, focus, cwd)
   if not t and prev and not alive() then
     -- it did not start: the running one stays the current terminal
     table.remove(others, #others)
@@ -635,6 +637,7 @@ function M.switch(buf, focus)
   if term.bufnr ~= buf or not alive() then
     return false
   end
+  require("claude.sessions").terminal_used(buf)
   show(focus)
   return true
 end
