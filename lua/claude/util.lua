@@ -159,6 +159,11 @@ function M.map(buf, lhs, fn, desc, opts)
   return true
 end
 
+--- Whether win floats (a float has a 'relative' position; a split has none).
+function M.floating(win)
+  return vim.api.nvim_win_get_config(win).relative ~= ""
+end
+
 --- The largest window of tab (0: the current one) that keep(win) accepts,
 --- or nil.
 function M.largest_window(tab, keep)

@@ -20,9 +20,7 @@ local function buf_ok(buf)
   return buf ~= nil and api.nvim_buf_is_valid(buf)
 end
 
-local function floating(win)
-  return api.nvim_win_get_config(win).relative ~= ""
-end
+local floating = util.floating
 
 -- editor_window: a window we may borrow for the current side — one a tool
 -- may show a file in (claude.editor.editing_window: not a terminal,
