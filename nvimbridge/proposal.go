@@ -18,7 +18,7 @@ import (
 // not remove its own) and sweep it (SweepStaleProposals).
 const proposalDirPrefix = "nvim-claude-proposals-"
 
-// proposalFile is a proposal written for Neovim to read (lua/claude/diff.lua
+// proposalFile is a proposal written for Neovim to read (lua/claude/diff/
 // reads it with :0read ++bin into the proposal buffer and removes it when
 // the diff closes). A whole file crossing the RPC channel as a string used
 // to be copied four times inside Neovim (the channel's buffer, a msgpack

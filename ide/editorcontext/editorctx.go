@@ -207,6 +207,31 @@ func filePathSchema(description string) json.RawMessage {
 		string(d) + `}},"required":["filePath"]}`)
 }
 
+// documentTool is a tool whose one argument is filePath
+// (checkDocumentDirty, saveDocument): the path is decoded and checked
+// (workspace.Show) before do runs with it and an editor call's context; a
+// refused path answers {success:false, message} as these tools answer.
+func (c *Context) documentTool(name, description, pathDescription string,
+	do func(ectx context.Context, path string) (*mcp.ToolResult, error)) mcp.Tool {
+	return mcp.Tool{
+		Name:        name,
+		Description: description,
+		InputSchema: filePathSchema(pathDescription),
+		Handler: func(ctx context.Context, req *mcp.ToolRequest) (*mcp.ToolResult, error) {
+			path, err := c.filePathArg(ctx, req, workspace.Show)
+			if workspace.Refused(err) {
+				return mcp.JSONResult(failure{Message: err.Error()})
+			}
+			if err != nil {
+				return nil, err
+			}
+			ectx, cancel := host.EditorCtx(ctx)
+			defer cancel()
+			return do(ectx, path)
+		},
+	}
+}
+
 // filePathArg decodes such a tool's arguments and returns the file path,
 // made absolute and put through the boundary for access acc.
 func (c *Context) filePathArg(ctx context.Context, req *mcp.ToolRequest, acc workspace.Access) (string, error) {

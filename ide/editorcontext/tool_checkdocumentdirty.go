@@ -5,7 +5,6 @@ import (
 
 	"github.com/nvim-claude/nvim-claude/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
-	"github.com/nvim-claude/nvim-claude/workspace"
 )
 
 // checkDocumentDirty {filePath} → JSON {success:true, filePath, isDirty,
@@ -16,20 +15,8 @@ import (
 // always false.
 
 func (c *Context) CheckDocumentDirtyTool() mcp.Tool {
-	return mcp.Tool{
-		Name:        "checkDocumentDirty",
-		Description: "Check if a document has unsaved changes (is dirty)",
-		InputSchema: filePathSchema("Path to the file to check"),
-		Handler: func(ctx context.Context, req *mcp.ToolRequest) (*mcp.ToolResult, error) {
-			path, err := c.filePathArg(ctx, req, workspace.Show)
-			if workspace.Refused(err) {
-				return mcp.JSONResult(failure{Message: err.Error()})
-			}
-			if err != nil {
-				return nil, err
-			}
-			ectx, cancel := host.EditorCtx(ctx)
-			defer cancel()
+	return c.documentTool("checkDocumentDirty", "Check if a document has unsaved changes (is dirty)", "Path to the file to check",
+		func(ectx context.Context, path string) (*mcp.ToolResult, error) {
 			doc, err := c.ed.Document(ectx, path)
 			if err != nil {
 				return nil, host.EditorError("checkDocumentDirty", err)
@@ -43,8 +30,7 @@ func (c *Context) CheckDocumentDirtyTool() mcp.Tool {
 				IsDirty    bool   `json:"isDirty"`
 				IsUntitled bool   `json:"isUntitled"`
 			}{true, path, doc.Modified, false})
-		},
-	}
+		})
 }
 
 // failure is the {success:false, message} answer of the VS Code tools.

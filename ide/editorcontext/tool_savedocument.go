@@ -6,7 +6,6 @@ import (
 	"github.com/nvim-claude/nvim-claude/host"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
-	"github.com/nvim-claude/nvim-claude/workspace"
 )
 
 // saveDocument {filePath} → JSON {success:true, filePath, saved:true,
@@ -18,20 +17,8 @@ import (
 // is told, rather than the change on disk being overwritten.
 
 func (c *Context) saveDocumentTool() mcp.Tool {
-	return mcp.Tool{
-		Name:        "saveDocument",
-		Description: "Save a document with unsaved changes",
-		InputSchema: filePathSchema("Path to the file to save"),
-		Handler: func(ctx context.Context, req *mcp.ToolRequest) (*mcp.ToolResult, error) {
-			path, err := c.filePathArg(ctx, req, workspace.Show)
-			if workspace.Refused(err) {
-				return mcp.JSONResult(failure{Message: err.Error()})
-			}
-			if err != nil {
-				return nil, err
-			}
-			ectx, cancel := host.EditorCtx(ctx)
-			defer cancel()
+	return c.documentTool("saveDocument", "Save a document with unsaved changes", "Path to the file to save",
+		func(ectx context.Context, path string) (*mcp.ToolResult, error) {
 			res, err := c.ed.SaveDocument(ectx, path)
 			if err != nil {
 				return nil, host.EditorError("saveDocument", err)
@@ -59,6 +46,5 @@ func (c *Context) saveDocumentTool() mcp.Tool {
 			}
 			out.IsError = true
 			return out, nil
-		},
-	}
+		})
 }

@@ -1,5 +1,7 @@
 -- User commands. Creating them is cheap: each callback loads the plugin
 -- only when it runs, which is also what lazy-loading on a command needs.
+local util = require("claude.util")
+
 local M = {}
 
 local created = false
@@ -47,7 +49,7 @@ function M.create()
     desc = "Build the Go host with Go, or download the prebuilt one (SHA-256 checked)",
   })
   cmd("ClaudeStatus", function()
-    vim.notify(claude().status_text(), vim.log.levels.INFO, { title = "nvim-claude" })
+    util.notify_now(claude().status_text(), vim.log.levels.INFO)
   end, { nargs = 0, desc = "Show the IDE server's port, lock file and connected CLIs" })
 
   -- Editor context (selection sharing, mentions).
@@ -174,7 +176,7 @@ function M.dispatch(o)
     table.sort(names)
     local msg = sub and ("nvim-claude: no subcommand %q"):format(require("claude.util").display(sub, 40))
       or "nvim-claude: :Claude needs a subcommand"
-    vim.notify(msg .. "; one of: " .. table.concat(names, ", "), vim.log.levels.ERROR, { title = "nvim-claude" })
+    util.notify_now(msg .. "; one of: " .. table.concat(names, ", "), vim.log.levels.ERROR)
     return
   end
   local fargs = vim.list_slice(o.fargs, 2)
@@ -184,7 +186,7 @@ function M.dispatch(o)
     call.range, call.line1, call.line2 = 0, vim.fn.line("."), vim.fn.line(".")
   end
   if not c.opts.bang and o.bang then
-    vim.notify(("nvim-claude: :%s takes no !"):format(c.name), vim.log.levels.ERROR, { title = "nvim-claude" })
+    util.notify_now(("nvim-claude: :%s takes no !"):format(c.name), vim.log.levels.ERROR)
     return
   end
   c.fn(call)

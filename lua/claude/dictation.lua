@@ -169,7 +169,7 @@ local function vocabulary()
       return nil
     end
     local b = api.nvim_win_get_buf(win)
-    if vim.b[b].claude_chat_prompt or vim.b[b].claude_terminal or vim.bo[b].buftype ~= "" then
+    if vim.b[b].claude_chat_prompt or require("claude.terminal").owns(b) or vim.bo[b].buftype ~= "" then
       return nil
     end
     local ok, w = pcall(api.nvim_win_call, win, function()
@@ -446,7 +446,7 @@ end
 -- key stops through its own mapping). The buffer's own are put back.
 local function map_temp(buf)
   local saved = {}
-  local modes = vim.b[buf].claude_terminal and { "t", "n" } or { "i", "n" }
+  local modes = require("claude.terminal").owns(buf) and { "t", "n" } or { "i", "n" }
   for _, m in ipairs(modes) do
     for lhs, fn in pairs({ ["<Esc>"] = M.stop, ["<C-c>"] = M.cancel }) do
       -- the target's own mapping (it need not be the current buffer:
@@ -594,7 +594,7 @@ local function find_target()
     return { kind = "chat", buf = buf, mark = mark, chat = vim.b[buf].claude_chat_prompt }
   end
   local job = vim.b[buf].terminal_job_id
-  if vim.b[buf].claude_terminal and job then
+  if require("claude.terminal").owns(buf) and job then
     return { kind = "terminal", buf = buf, job = job }
   end
   local info = require("claude.terminal").info()
@@ -985,7 +985,7 @@ function M.map_buffer(buf)
   if not key then
     return
   end
-  local modes = vim.b[buf].claude_terminal and { "t", "n" } or { "i", "n" }
+  local modes = require("claude.terminal").owns(buf) and { "t", "n" } or { "i", "n" }
   vim.keymap.set(modes, key, M.toggle, { buffer = buf, nowait = true, silent = true, desc = "nvim-claude: dictate (start/stop)" })
 end
 

@@ -11,6 +11,7 @@
 local M = {}
 local H = {}
 
+local util = require("claude.util")
 local api = vim.api
 local uv = vim.uv or vim.loop
 
@@ -151,7 +152,7 @@ M.sidebar_filetypes = {
 ---@param win integer
 ---@return boolean
 function M.editing_window(win)
-  if not api.nvim_win_is_valid(win) or api.nvim_win_get_config(win).relative ~= "" then
+  if not api.nvim_win_is_valid(win) or util.floating(win) then
     return false
   end
   if api.nvim_win_get_option(win, "diff") or api.nvim_win_get_option(win, "previewwindow") then
@@ -184,7 +185,7 @@ function H.shows_file(win, floats)
   if not api.nvim_win_is_valid(win) or M.file_path(api.nvim_win_get_buf(win)) == nil then
     return false
   end
-  return floats or api.nvim_win_get_config(win).relative == ""
+  return floats or not util.floating(win)
 end
 
 --- The active editor: the window of the file the user works on. The
@@ -233,7 +234,7 @@ function M.show_window(tab, accept)
   if active and api.nvim_win_get_tabpage(active) == tab and accept(active) then
     return active
   end
-  return require("claude.util").largest_window(tab, accept)
+  return util.largest_window(tab, accept)
 end
 
 -- Columns -----------------------------------------------------------------------

@@ -16,6 +16,7 @@ function M.options()
 end
 
 local editor = require("claude.editor")
+local util = require("claude.util")
 local opt = editor.buf_opt
 
 --- The buffer the user works in: the active editor's (claude.editor, the
@@ -272,12 +273,14 @@ function M.confirm(args)
   pending[args.id] = p
   watch_keys()
 
-  local function map(lhs, fn, desc)
-    vim.keymap.set("n", lhs, function()
+  -- a key answers only while the request waits, and only when pressed on
+  -- purpose (deliberate)
+  local function key(lhs, fn, desc)
+    util.map(buf, lhs, function()
       if pending[args.id] and deliberate(p) then
         fn()
       end
-    end, { buffer = buf, nowait = true, silent = true, desc = "nvim-claude: " .. desc })
+    end, desc)
   end
   local function answer(decision)
     return function()
@@ -285,24 +288,24 @@ function M.confirm(args)
       unwatch_keys()
     end
   end
-  map("r", answer("run"), "run")
-  map("<CR>", answer("run"), "run")
-  map("a", function()
+  key("r", answer("run"), "run")
+  key("<CR>", answer("run"), "run")
+  key("a", function()
     p.always_step = true
     show_hint(p, "always")
   end, "always (asks to confirm)")
-  map("y", function()
+  key("y", function()
     if p.always_step then
       answer("always")()
     end
   end, "confirm always")
-  map("n", function()
+  key("n", function()
     p.always_step = false
     show_hint(p, "ask")
   end, "not always")
-  map("c", answer("cancel"), "cancel")
-  map("q", answer("cancel"), "cancel")
-  map("<Esc>", answer("cancel"), "cancel")
+  key("c", answer("cancel"), "cancel")
+  key("q", answer("cancel"), "cancel")
+  key("<Esc>", answer("cancel"), "cancel")
   -- Every other key that could act — a printable character, or one that
   -- moves between windows or modes (<C-w>w, :) — is swallowed within the
   -- grace after the float got the focus, so nothing typed for another

@@ -1,5 +1,7 @@
 -- nvim-claude: Claude Code in Neovim. Public Lua interface; see
 -- :help nvim-claude.
+local util = require("claude.util")
+
 local M = {}
 
 M.version = require("claude.version")
@@ -14,7 +16,7 @@ function M.setup(opts)
   -- A second setup() changes what it names and keeps the rest.
   local problems = config.apply(opts, setup_done and config.options or nil)
   if #problems > 0 then
-    vim.notify("nvim-claude: " .. table.concat(problems, "; "), vim.log.levels.ERROR, { title = "nvim-claude" })
+    util.notify_now("nvim-claude: " .. table.concat(problems, "; "), vim.log.levels.ERROR)
   end
   require("claude.commands").create()
   if setup_done then
@@ -22,7 +24,7 @@ function M.setup(opts)
     -- turns execute.confirm on must not wait for the next :ClaudeStart).
     local ok, err = require("claude.server").send_options()
     if not ok then
-      vim.notify(err, vim.log.levels.ERROR, { title = "nvim-claude" })
+      util.notify_now(err, vim.log.levels.ERROR)
     end
   end
   if config.options.auto_start and not setup_done then
@@ -79,7 +81,7 @@ function M._auto_start()
 end
 
 local function fail(msg)
-  vim.notify(msg, vim.log.levels.ERROR, { title = "nvim-claude" })
+  util.notify_now(msg, vim.log.levels.ERROR)
   return nil
 end
 
@@ -114,12 +116,11 @@ function M.start(args, restart)
       -- :ClaudeStart! — a new CLI with these arguments; the server stays.
       term.close()
     elseif args and #args > 0 then
-      vim.notify(
+      util.notify_now(
         "nvim-claude: Claude is already running, so these arguments were not used; :ClaudeStart! "
           .. table.concat(args, " ")
           .. " restarts it with them",
-        vim.log.levels.WARN,
-        { title = "nvim-claude" }
+        vim.log.levels.WARN
       )
     end
   end
@@ -128,10 +129,9 @@ function M.start(args, restart)
     return
   end
   if config.options.terminal.provider == "none" then
-    vim.notify(
+    util.notify_now(
       "nvim-claude: listening on port " .. st.port .. ". Run the CLI yourself:\n  " .. M.connect_hint(st.port),
-      vim.log.levels.INFO,
-      { title = "nvim-claude" }
+      vim.log.levels.INFO
     )
     return st
   end
@@ -178,15 +178,14 @@ function M.serve()
   if not st then
     return
   end
-  vim.notify(
+  util.notify_now(
     string.format(
       "nvim-claude: listening on 127.0.0.1:%d (lock %s).\nIn a shell in this project run:\n  %s\n(or /ide inside a running claude)",
       st.port,
       st.lock_file,
       M.connect_hint(st.port)
     ),
-    vim.log.levels.INFO,
-    { title = "nvim-claude" }
+    vim.log.levels.INFO
   )
   return st
 end
@@ -214,9 +213,9 @@ function M.stop()
     table.insert(parts, string.format("the IDE server (port %s)", tostring(port)))
   end
   if #parts == 0 then
-    vim.notify("nvim-claude: nothing is running", vim.log.levels.INFO, { title = "nvim-claude" })
+    util.notify_now("nvim-claude: nothing is running", vim.log.levels.INFO)
   else
-    vim.notify("nvim-claude: stopped " .. table.concat(parts, " and "), vim.log.levels.INFO, { title = "nvim-claude" })
+    util.notify_now("nvim-claude: stopped " .. table.concat(parts, " and "), vim.log.levels.INFO)
   end
 end
 

@@ -10,6 +10,8 @@
 --
 -- Never blocks Neovim while it works (jobs and callbacks); main() and
 -- run_sync() wait for it, for build steps that have nothing else to do.
+local util = require("claude.util")
+
 local M = {}
 
 local uv = vim.uv or vim.loop
@@ -818,7 +820,7 @@ end
 --- says what it did; a running host goes on until :ClaudeStop.
 function M.command(arg)
   local mode = arg ~= "" and arg or "auto"
-  vim.notify("nvim-claude: installing the host (" .. mode .. ")…", vim.log.levels.INFO, { title = "nvim-claude" })
+  util.notify_now("nvim-claude: installing the host (" .. mode .. ")…", vim.log.levels.INFO)
   M.run({
     mode = mode,
     -- each step on the command line, replaced by the next (not one
@@ -838,7 +840,7 @@ function M.command(arg)
       lines[i] = require("claude.util").display(line)
     end
     msg = table.concat(lines, "\n")
-    vim.notify(msg, ok and vim.log.levels.INFO or vim.log.levels.ERROR, { title = "nvim-claude" })
+    util.notify_now(msg, ok and vim.log.levels.INFO or vim.log.levels.ERROR)
   end)
 end
 

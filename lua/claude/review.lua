@@ -191,27 +191,6 @@ local function find(path, session)
   end
 end
 
--- map maps lhs in buf. In a buffer of ours (the panel, the baseline) it
--- waits for nothing; in the user's own file it never replaces a mapping
--- of theirs there, and waits as usual for their longer ones (`grn` ...).
--- Returns whether it mapped.
-local function map(buf, lhs, fn, desc, theirs)
-  if not lhs or lhs == "" then
-    return false
-  end
-  if theirs then
-    local taken = api.nvim_buf_call(buf, function()
-      local m = vim.fn.maparg(lhs, "n", false, true)
-      return type(m) == "table" and m.buffer == 1 and not (m.desc or ""):find("^nvim%-claude:")
-    end)
-    if taken then
-      return false
-    end
-  end
-  vim.keymap.set("n", lhs, fn, { buffer = buf, nowait = not theirs, silent = true, desc = "nvim-claude: " .. desc })
-  return true
-end
-
 local function panel_item()
   local win = panel_win()
   if not win or api.nvim_get_current_buf() ~= state.panel then
@@ -241,16 +220,16 @@ local function open_panel()
         end
       end
     end
-    map(buf, k.open, on_item(M.open_diff), "open the file's diff against its baseline")
-    map(buf, k.mark, on_item(M.mark), "mark the file reviewed")
-    map(buf, k.revert_file, on_item(M.revert_file), "revert the file (Claude's hunks)")
-    map(buf, k.next, function()
+    util.map(buf, k.open, on_item(M.open_diff), "open the file's diff against its baseline")
+    util.map(buf, k.mark, on_item(M.mark), "mark the file reviewed")
+    util.map(buf, k.revert_file, on_item(M.revert_file), "revert the file (Claude's hunks)")
+    util.map(buf, k.next, function()
       M.next(1)
     end, "next file to review")
-    map(buf, k.prev, function()
+    util.map(buf, k.prev, function()
       M.next(-1)
     end, "previous file to review")
-    map(buf, k.close, function()
+    util.map(buf, k.close, function()
       local win = panel_win()
       if win and #api.nvim_list_wins() > 1 then
         api.nvim_win_close(win, true)
@@ -397,7 +376,7 @@ function M.open_diff(it)
   for _, b in ipairs({ base, file_buf }) do
     local theirs = b == file_buf
     local function m(lhs, fn, desc)
-      if map(b, lhs, fn, desc, theirs) and theirs then
+      if util.map(b, lhs, fn, desc, { theirs = theirs }) and theirs then
         mapped[#mapped + 1] = lhs
       end
     end

@@ -500,6 +500,14 @@ function M.close()
   end
 end
 
+--- Whether buf is a Claude terminal this plugin started (the running one or
+--- another session's: open and open_another mark them b:claude_terminal).
+---@param buf integer
+---@return boolean
+function M.owns(buf)
+  return vim.b[buf].claude_terminal and true or false
+end
+
 --- {bufnr, job_id, pid} of the running terminal, or nil.
 function M.info()
   if alive() then

@@ -2,10 +2,18 @@
 -- Neovim 0.7 needs.
 local M = {}
 
+--- vim.notify with the plugin's title, now: for code on the main loop whose
+--- message must come before what it does next (a warning beside a diff
+--- that closes, an error before the command returns). The one place the
+--- plugin calls vim.notify (outside the chat, which titles its own).
+function M.notify_now(msg, level)
+  vim.notify(msg, level or vim.log.levels.INFO, { title = "nvim-claude" })
+end
+
 --- vim.notify with the plugin's title, safe from fast contexts and callbacks.
 function M.notify(msg, level)
   vim.schedule(function()
-    vim.notify(msg, level or vim.log.levels.INFO, { title = "nvim-claude" })
+    M.notify_now(msg, level)
   end)
 end
 
@@ -120,6 +128,40 @@ function M.checktime(buf)
   pcall(vim.api.nvim_buf_call, buf, function()
     vim.cmd("setlocal autoread<")
   end)
+end
+
+--- Maps lhs to fn in buf (mode opts.mode, "n" unless given) with the
+--- description "nvim-claude: <desc>"; an empty or false lhs (a key the user
+--- turned off) maps nothing. In a buffer of ours it waits for nothing
+--- (nowait: a global `gr…` would hold `gr` back for 'timeoutlen'); in the
+--- user's own buffer (opts.theirs) it never replaces a buffer-local mapping
+--- of theirs, and waits as usual for their longer ones. Returns whether it
+--- mapped.
+function M.map(buf, lhs, fn, desc, opts)
+  opts = opts or {}
+  if not lhs or lhs == "" then
+    return false
+  end
+  local mode = opts.mode or "n"
+  if opts.theirs then
+    local taken = vim.api.nvim_buf_call(buf, function()
+      local m = vim.fn.maparg(lhs, mode, false, true)
+      return type(m) == "table" and m.buffer == 1 and not (m.desc or ""):find("^nvim%-claude:")
+    end)
+    if taken then
+      return false
+    end
+  end
+  if not desc:find("^nvim%-claude: ") then
+    desc = "nvim-claude: " .. desc
+  end
+  vim.keymap.set(mode, lhs, fn, { buffer = buf, silent = true, nowait = not opts.theirs, desc = desc })
+  return true
+end
+
+--- Whether win floats (a float has a 'relative' position; a split has none).
+function M.floating(win)
+  return vim.api.nvim_win_get_config(win).relative ~= ""
 end
 
 --- The largest window of tab (0: the current one) that keep(win) accepts,

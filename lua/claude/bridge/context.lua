@@ -178,9 +178,7 @@ local function write(buf, bang)
 end
 
 local function notify(msg, level)
-  vim.schedule(function()
-    vim.notify(msg, level or vim.log.levels.WARN, { title = "nvim-claude" })
-  end)
+  require("claude.util").notify(msg, level or vim.log.levels.WARN)
 end
 
 -- save writes buf's file unless that would overwrite a change made on disk.
@@ -263,8 +261,9 @@ local function editor_window(buf)
   if win then
     return win
   end
-  local base = require("claude.util").largest_window(0, function(w)
-    return api.nvim_win_get_config(w).relative == ""
+  local util = require("claude.util")
+  local base = util.largest_window(0, function(w)
+    return not util.floating(w)
   end)
   return split_beside(base or cur)
 end

@@ -66,9 +66,7 @@ end
 
 -- notify shows a message through vim.notify, outside any fast context.
 function fns.notify(args)
-  vim.schedule(function()
-    vim.notify(args.msg, args.level or vim.log.levels.INFO, { title = "nvim-claude" })
-  end)
+  require("claude.util").notify(args.msg, args.level)
   return true
 end
 
