@@ -151,7 +151,7 @@ function M.start_worktree(name, args, done)
   end
   require("claude.worktree").create(name, function(w)
     if config.options.terminal.provider == "none" then
-      vim.notify(
+      require("claude.util").notify_now(
         string.format(
           "nvim-claude: worktree %s ready on branch %s. Run the CLI yourself:\n  cd %s && CLAUDE_CODE_SSE_PORT=%d claude",
           require("claude.util").display(w.name, 64),
@@ -159,8 +159,7 @@ function M.start_worktree(name, args, done)
           vim.fn.shellescape(w.path),
           st.port
         ),
-        vim.log.levels.INFO,
-        { title = "nvim-claude" }
+        vim.log.levels.INFO
       )
     else
       require("claude.terminal").open_another(st.port, args, true, w.path)

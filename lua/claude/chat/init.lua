@@ -439,7 +439,7 @@ function M.set_mode(chat, mode)
       chat.mode_asked = nil
     end
     if not res then
-      util.notify(err or "nvim-claude: the chat's CLI did not change the mode", vim.log.levels.ERROR)
+      util.notify_now(err or "nvim-claude: the chat's CLI did not change the mode", vim.log.levels.ERROR)
       return
     end
     chat.mode = res.mode or mode
@@ -451,7 +451,7 @@ end
 --- Picks the model from the CLI's list.
 function M.pick_model(chat)
   if #chat.models == 0 then
-    util.notify("nvim-claude: the CLI listed no models", vim.log.levels.WARN)
+    util.notify_now("nvim-claude: the CLI listed no models", vim.log.levels.WARN)
     return
   end
   vim.ui.select(chat.models, {
@@ -466,7 +466,7 @@ function M.pick_model(chat)
     end
     require("claude.server").request_async("chat_set_model", { id = chat.id, model = m.value }, function(res, err)
       if not res then
-        util.notify(err or "nvim-claude: the chat's CLI did not change the model", vim.log.levels.ERROR)
+        util.notify_now(err or "nvim-claude: the chat's CLI did not change the model", vim.log.levels.ERROR)
         return
       end
       chat.model = res.model or m.value
@@ -478,7 +478,7 @@ end
 function M.interrupt(chat)
   require("claude.server").request_async("chat_interrupt", { id = chat.id }, function(res, err)
     if not res and err then
-      util.notify(err, vim.log.levels.ERROR)
+      util.notify_now(err, vim.log.levels.ERROR)
     end
   end)
 end
@@ -498,16 +498,16 @@ end
 -- buffers and what they show) to it.
 function M.resume(chat)
   if chat.state ~= "exited" and chat.state ~= "failed" then
-    util.notify("nvim-claude: this chat is still running")
+    util.notify_now("nvim-claude: this chat is still running")
     return
   end
   if not chat.session_id then
-    util.notify("nvim-claude: this chat has no session to resume", vim.log.levels.WARN)
+    util.notify_now("nvim-claude: this chat has no session to resume", vim.log.levels.WARN)
     return
   end
   local res, err = M._open_request("chat_open", M._open_params({ resume = chat.session_id, cwd = chat.cwd }))
   if not res then
-    util.notify(err or "nvim-claude: chat_open: no answer", vim.log.levels.ERROR)
+    util.notify_now(err or "nvim-claude: chat_open: no answer", vim.log.levels.ERROR)
     return
   end
   -- the old id is done with: Go drops it from chat_list, Lua its events
@@ -704,7 +704,7 @@ local function create_buffers(chat)
       forget(chat)
       vim.schedule(function()
         finish(chat)
-        util.notify(string.format("nvim-claude: chat %s ended: its transcript buffer was deleted (:ClaudeChatSessions resumes the session)", chat.id))
+        util.notify_now(string.format("nvim-claude: chat %s ended: its transcript buffer was deleted (:ClaudeChatSessions resumes the session)", chat.id))
       end)
     end,
   })
@@ -820,7 +820,7 @@ function M.open(o)
   o = o or {}
   local ok, msg = M.supported()
   if not ok then
-    util.notify(msg, vim.log.levels.ERROR)
+    util.notify_now(msg, vim.log.levels.ERROR)
     return nil
   end
   local chat = not (o.new or o.resume) and M.current() or nil
@@ -832,7 +832,7 @@ function M.open(o)
   if not chat then
     local res, err = M._open_request("chat_open", M._open_params(o))
     if not res then
-      util.notify(err or "nvim-claude: chat_open: no answer from the host", vim.log.levels.ERROR)
+      util.notify_now(err or "nvim-claude: chat_open: no answer from the host", vim.log.levels.ERROR)
       return nil
     end
     chat = M._adopt(res)
@@ -870,7 +870,7 @@ end
 function M.send_range(l1, l2)
   local ok, msg = M.supported()
   if not ok then
-    util.notify(msg, vim.log.levels.ERROR)
+    util.notify_now(msg, vim.log.levels.ERROR)
     return
   end
   local buf = api.nvim_get_current_buf()
@@ -886,7 +886,7 @@ end
 function M.image(path)
   local chat = M.current()
   if not chat then
-    util.notify("nvim-claude: no chat (:ClaudeChat opens one)", vim.log.levels.WARN)
+    util.notify_now("nvim-claude: no chat (:ClaudeChat opens one)", vim.log.levels.WARN)
     return
   end
   prompt.attach_image(chat, path ~= "" and path or nil)
@@ -896,7 +896,7 @@ end
 function M.sessions()
   local ok, msg = M.supported()
   if not ok then
-    util.notify(msg, vim.log.levels.ERROR)
+    util.notify_now(msg, vim.log.levels.ERROR)
     return
   end
   sessions.pick(vim.fn.getcwd())
@@ -914,7 +914,7 @@ local function reload(paths)
     local b = editor.find_buf(full)
     if b and api.nvim_buf_is_loaded(b) then
       if vim.bo[b].modified then
-        util.notify(
+        util.notify_now(
           "nvim-claude: Claude changed " .. vim.fn.fnamemodify(full, ":~:.") .. ", but your buffer has unsaved changes: not reloaded",
           vim.log.levels.WARN
         )
@@ -985,7 +985,7 @@ function M._dispatch(chat, event, d)
     for _, fn in ipairs(waiting) do
       local ok, err = pcall(fn, d)
       if not ok then
-        util.notify("nvim-claude: " .. tostring(err), vim.log.levels.ERROR)
+        util.notify_now("nvim-claude: " .. tostring(err), vim.log.levels.ERROR)
       end
     end
   elseif event == "failed" then

@@ -9,7 +9,7 @@ local api = vim.api
 
 local M = {}
 
-local notify = require("claude.util").notify
+local notify = require("claude.util").notify_now
 
 local function keys()
   return config.options.chat.keys

@@ -15,7 +15,7 @@ local function chats()
   return require("claude.chat")
 end
 
-local notify = require("claude.util").notify
+local notify = require("claude.util").notify_now
 
 local function opts()
   return config.options.chat

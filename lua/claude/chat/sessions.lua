@@ -6,7 +6,7 @@ local api = vim.api
 
 local M = {}
 
-local notify = require("claude.util").notify
+local notify = require("claude.util").notify_now
 
 local function opts()
   return require("claude.config").options.chat
