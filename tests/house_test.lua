@@ -27,8 +27,6 @@ local function code_lines(rel)
   return lines
 end
 
--- The chat (lua/claude/chat/) is owned by its own change and not yet
--- moved over to these helpers; sessions.lua's panel keys likewise.
 local function allowed(rel, list)
   for _, prefix in ipairs(list) do
     if rel:sub(1, #prefix) == prefix then
@@ -42,18 +40,18 @@ local rules = {
   {
     what = "vim.notify outside claude.util (use util.notify, or util.notify_now on the main loop)",
     pattern = "vim%.notify%s*%(",
-    allow = { "lua/claude/util.lua", "lua/claude/chat/" },
+    allow = { "lua/claude/util.lua" },
   },
   {
     what = "a local map() helper (use claude.util.map)",
     pattern = "function%s+map%s*%(",
     owner = "function%s+M%.map%s*%(",
-    allow = { "lua/claude/util.lua", "lua/claude/chat/", "lua/claude/sessions.lua" },
+    allow = { "lua/claude/util.lua" },
   },
   {
     what = "a float check of its own (use claude.util.floating)",
     pattern = "%.relative%s*[~=]=%s*\"\"",
-    allow = { "lua/claude/util.lua", "lua/claude/chat/" },
+    allow = { "lua/claude/util.lua" },
   },
   {
     what = "reading b:claude_terminal (ask claude.terminal.owns, or claude.editor.is_claude_terminal)",

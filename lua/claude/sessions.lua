@@ -497,22 +497,19 @@ function M.open()
     panel.buf = api.nvim_create_buf(false, true)
     vim.bo[panel.buf].bufhidden = "wipe"
     vim.bo[panel.buf].filetype = "claude-sessions"
-    local function map(lhs, fn, desc)
-      vim.keymap.set("n", lhs, fn, { buffer = panel.buf, nowait = true, desc = desc })
-    end
-    map("<CR>", function()
+    util.map(panel.buf, "<CR>", function()
       local s = under_cursor()
       if s then
         M.jump(s)
       end
     end, "nvim-claude: jump to the session")
-    map("x", function()
+    util.map(panel.buf, "x", function()
       local s = under_cursor()
       if s then
         M.stop(s)
       end
     end, "nvim-claude: stop the session")
-    map("r", function()
+    util.map(panel.buf, "r", function()
       local s = under_cursor()
       if not s then
         return
@@ -525,13 +522,13 @@ function M.open()
         end
       end)
     end, "nvim-claude: rename the session")
-    map("h", function()
+    util.map(panel.buf, "h", function()
       local s = under_cursor()
       if s then
         M.handover(s)
       end
     end, "nvim-claude: continue the session in the other mode")
-    map("w", function()
+    util.map(panel.buf, "w", function()
       vim.ui.input({ prompt = "New session in a worktree, name (empty: a fresh one): " }, function(name)
         if name == nil then
           return
@@ -540,7 +537,7 @@ function M.open()
         require("claude").start_worktree(name ~= "" and name or nil, {})
       end)
     end, "nvim-claude: a new Claude session in its own git worktree")
-    map("D", function()
+    util.map(panel.buf, "D", function()
       local s = under_cursor()
       if not (s and require("claude.worktree").of_dir(s.dir)) then
         util.notify("nvim-claude: this session runs in no worktree", vim.log.levels.INFO)
@@ -557,7 +554,7 @@ function M.open()
         end
       end)
     end, "nvim-claude: discard the session's worktree and branch (asks first)")
-    map("q", "<cmd>close<CR>", "nvim-claude: close the panel")
+    util.map(panel.buf, "q", "<cmd>close<CR>", "nvim-claude: close the panel")
   end
   M._render()
   local wins = vim.fn.win_findbuf(panel.buf)

@@ -378,13 +378,6 @@ end
 
 -- Keys of the transcript --------------------------------------------------------
 
-local function map(buf, modes, lhs, fn, desc)
-  if not lhs or lhs == false then
-    return
-  end
-  vim.keymap.set(modes, lhs, fn, { buffer = buf, silent = true, nowait = true, desc = "nvim-claude: " .. desc })
-end
-
 local function modes_of(chat)
   return type(chat.modes) == "table" and #chat.modes > 0 and chat.modes or M.MODES
 end
@@ -554,18 +547,18 @@ local function transcript_keys(chat)
       end
     end
   end
-  map(buf, "n", keys.toggle, "za", "open or close the fold")
-  map(buf, "n", keys.allow, with(permission.answer, "allow"), "allow once")
-  map(buf, "n", keys.allow_session, with(permission.answer, "session"), "allow always in this session")
-  map(buf, "n", keys.allow_project, with(permission.answer, "project"), "allow always in this project")
-  map(buf, "n", keys.deny, with(permission.answer, "deny"), "deny, with a reason")
-  map(buf, "n", keys.next_prompt, with(permission.jump), "go to the permission prompt waiting")
-  map(buf, "n", keys.rewind, with(sessions.rewind), "rewind files to before this message")
-  map(buf, "n", keys.undo_rewind, with(sessions.undo_rewind), "undo the last rewind")
-  map(buf, "n", keys.fork, with(sessions.fork), "fork the conversation from this message")
-  map(buf, "n", keys.resume, with(M.resume), "resume the session of an exited chat")
-  map(buf, "n", keys.close, with(M.hide), "hide the chat")
-  map(buf, "n", "i", with(function(c)
+  util.map(buf, keys.toggle, "za", "open or close the fold")
+  util.map(buf, keys.allow, with(permission.answer, "allow"), "allow once")
+  util.map(buf, keys.allow_session, with(permission.answer, "session"), "allow always in this session")
+  util.map(buf, keys.allow_project, with(permission.answer, "project"), "allow always in this project")
+  util.map(buf, keys.deny, with(permission.answer, "deny"), "deny, with a reason")
+  util.map(buf, keys.next_prompt, with(permission.jump), "go to the permission prompt waiting")
+  util.map(buf, keys.rewind, with(sessions.rewind), "rewind files to before this message")
+  util.map(buf, keys.undo_rewind, with(sessions.undo_rewind), "undo the last rewind")
+  util.map(buf, keys.fork, with(sessions.fork), "fork the conversation from this message")
+  util.map(buf, keys.resume, with(M.resume), "resume the session of an exited chat")
+  util.map(buf, keys.close, with(M.hide), "hide the chat")
+  util.map(buf, "i", with(function(c)
     M.show(c, true)
     vim.cmd("startinsert!")
   end), "go to the prompt")
@@ -582,10 +575,10 @@ local function common_keys(chat, buf)
       end
     end
   end
-  map(buf, { "n", "i" }, keys.interrupt, with(M.interrupt), "interrupt the turn")
-  map(buf, { "n", "i" }, keys.mode, with(M.cycle_mode), "next permission mode")
-  map(buf, "n", keys.pick_mode, with(M.pick_mode), "pick the permission mode")
-  map(buf, "n", keys.model, with(M.pick_model), "pick the model")
+  util.map(buf, keys.interrupt, with(M.interrupt), "interrupt the turn", { mode = { "n", "i" } })
+  util.map(buf, keys.mode, with(M.cycle_mode), "next permission mode", { mode = { "n", "i" } })
+  util.map(buf, keys.pick_mode, with(M.pick_mode), "pick the permission mode")
+  util.map(buf, keys.model, with(M.pick_model), "pick the model")
 end
 
 -- Chats -------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 local config = require("claude.config")
 
 local api = vim.api
+local util = require("claude.util")
 
 local M = {}
 
@@ -100,7 +101,7 @@ local function source_window()
     return prev
   end
   return require("claude.util").largest_window(0, function(w)
-    return ok(w) and api.nvim_win_get_config(w).relative == ""
+    return ok(w) and not util.floating(w)
   end)
 end
 
@@ -383,13 +384,6 @@ end
 
 -- The buffer ------------------------------------------------------------------
 
-local function map(buf, modes, lhs, fn, desc)
-  if not lhs or lhs == false then
-    return
-  end
-  vim.keymap.set(modes, lhs, fn, { buffer = buf, silent = true, nowait = true, desc = "nvim-claude: " .. desc })
-end
-
 --- Sets up chat.pbuf's options and keys.
 function M.setup_buffer(chat)
   local buf = chat.pbuf
@@ -407,13 +401,13 @@ function M.setup_buffer(chat)
   local send = with(function(c)
     M.send(c)
   end)
-  map(buf, "n", "<CR>", send, "send the prompt")
-  map(buf, { "n", "i" }, keys.send, function()
+  util.map(buf, "<CR>", send, "send the prompt")
+  util.map(buf, keys.send, function()
     if api.nvim_get_mode().mode:sub(1, 1) == "i" then
       vim.cmd("stopinsert")
     end
     send()
-  end, "send the prompt")
+  end, "send the prompt", { mode = { "n", "i" } })
   -- <Up>/<Down> recall history on the first/last line and move otherwise,
   -- so a multi-line prompt stays editable; with the completion menu open
   -- they move in the menu. (An expr mapping: the key itself goes through
@@ -436,11 +430,11 @@ function M.setup_buffer(chat)
   for _, k in ipairs({ { "<Up>", -1, "first", "previous prompt from the history" }, { "<Down>", 1, "last", "next prompt from the history" } }) do
     vim.keymap.set({ "n", "i" }, k[1], hist(k[2], k[3]), { buffer = buf, expr = true, silent = true, nowait = true, desc = "nvim-claude: " .. k[4] })
   end
-  map(buf, "n", keys.attach_selection, with(M.attach_selection), "attach the last visual selection")
-  map(buf, "n", keys.image, with(function(c)
+  util.map(buf, keys.attach_selection, with(M.attach_selection), "attach the last visual selection")
+  util.map(buf, keys.image, with(function(c)
     M.attach_image(c)
   end), "attach an image (file or clipboard)")
-  map(buf, "n", keys.clear_attachments, with(M.clear_attachments), "drop the attachments")
+  util.map(buf, keys.clear_attachments, with(M.clear_attachments), "drop the attachments")
   require("claude.dictation").map_buffer(buf)
   -- <Tab> completes an @file or a /command (at the start of the prompt);
   -- elsewhere it stays a <Tab>. The menu opens on request only: opening it
