@@ -214,13 +214,10 @@ func (t Target) Env(port int) map[string]string {
 }
 
 // Terminal is the command line of the CLI's TUI on the far side, connected
-// to the local server on port (args follow claude).
+// to the local server on port (args follow claude). The forward is the
+// Hold's, which lives as long as the server: a restarted CLI finds it.
 func (t Target) Terminal(port int, args []string) ([]string, error) {
-	fw := 0
-	if t.Kind == SSH {
-		fw = port
-	}
-	return t.Exec(append([]string{t.claude()}, args...), t.Env(port), true, fw)
+	return t.Exec(append([]string{t.claude()}, args...), t.Env(port), true, 0)
 }
 
 // lockDir is the far shell's expression of the CLI's lock directory.

@@ -14,12 +14,12 @@ func TestTerminalArgv(t *testing.T) {
 		want []string
 	}{
 		{"ssh", Target{Kind: SSH, Dest: "me@box", Dir: "/workspaces/app"}, []string{
-			"ssh", "-t", "-o", "ExitOnForwardFailure=yes", "-R", "127.0.0.1:4000:127.0.0.1:4000", "--", "me@box",
+			"ssh", "-t", "--", "me@box",
 			"cd /workspaces/app && exec env CLAUDE_CODE_SSE_PORT=4000 ENABLE_IDE_INTEGRATION=true claude --model x",
 		}},
 		{"ssh far port, options, config dir, odd dir", Target{Kind: SSH, Dest: "box", Dir: "/w/it's", FarPort: 5000,
 			ConfigDir: "/c", Options: []string{"-p", "2222"}}, []string{
-			"ssh", "-t", "-o", "ExitOnForwardFailure=yes", "-R", "127.0.0.1:5000:127.0.0.1:4000", "-p", "2222", "--", "box",
+			"ssh", "-t", "-p", "2222", "--", "box",
 			`cd '/w/it'\''s' && exec env CLAUDE_CODE_SSE_PORT=5000 CLAUDE_CONFIG_DIR=/c ENABLE_IDE_INTEGRATION=true claude --model x`,
 		}},
 		{"docker", Target{Kind: Docker, Dest: "app-1", Dir: "/workspaces/app"}, []string{
@@ -44,6 +44,15 @@ func TestTerminalArgv(t *testing.T) {
 				t.Fatalf("argv\n got %q\nwant %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// The hold's channel carries the forward (to the far port).
+func TestForwardArgv(t *testing.T) {
+	got, err := Target{Kind: SSH, Dest: "box", FarPort: 5000}.Exec([]string{"true"}, nil, false, 4000)
+	want := []string{"ssh", "-T", "-o", "ExitOnForwardFailure=yes", "-R", "127.0.0.1:5000:127.0.0.1:4000", "--", "box", "exec true"}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("argv %q, %v; want %q", got, err, want)
 	}
 }
 

@@ -73,7 +73,7 @@ func TestSSHLockAndMount(t *testing.T) {
 	}
 }
 
-// The terminal's command line through real OpenSSH: the remote forward
+// A far command with the forward, through real OpenSSH: the remote forward
 // carries a connection from the far loopback port to the local server,
 // and the far command runs in the far directory with the port in its
 // environment.
@@ -99,12 +99,11 @@ func TestSSHForward(t *testing.T) {
 	}()
 	// A stand-in for claude: reports its cwd and port, then talks to the
 	// forwarded port with bash's /dev/tcp.
-	tg.Claude = "bash"
-	argv, err := tg.Terminal(port, []string{"-c", `pwd; echo "port=$CLAUDE_CODE_SSE_PORT"; exec 3<>/dev/tcp/127.0.0.1/$CLAUDE_CODE_SSE_PORT; echo ping >&3; head -n1 <&3`})
+	argv, err := tg.Exec([]string{"bash", "-c", `pwd; echo "port=$CLAUDE_CODE_SSE_PORT"; exec 3<>/dev/tcp/127.0.0.1/$CLAUDE_CODE_SSE_PORT; echo ping >&3; head -n1 <&3`},
+		tg.Env(port), false, port)
 	if err != nil {
 		t.Fatal(err)
 	}
-	argv[1] = "-T" // no local terminal in a test
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()

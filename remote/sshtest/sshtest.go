@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,7 +47,7 @@ func Start(t testing.TB, local, far string) *Server {
 		}
 		sshd = "/usr/sbin/sshd"
 	}
-	for _, p := range []string{"ssh", "ssh-keygen", "unshare"} {
+	for _, p := range []string{"ssh", "ssh-keygen", "unshare", "nsenter", "ip", "bash"} {
 		if _, err := exec.LookPath(p); err != nil {
 			t.Skipf("sshtest: no %s", p)
 		}
@@ -109,7 +110,11 @@ func Start(t testing.TB, local, far string) *Server {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, sshd, "-D", "-e", "-f", cfg)
+	// sshd runs in its own network namespace (loopback up): the far
+	// side's 127.0.0.1 is not ours, as on another machine, so a remote
+	// forward may use the same port number as our server. The client
+	// reaches it through a ProxyCommand that enters that namespace.
+	cmd := exec.CommandContext(ctx, "unshare", "-n", "sh", "-c", `ip link set lo up && exec "$0" -D -e -f "$1"`, sshd, cfg)
 	log := &strings.Builder{}
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
@@ -131,12 +136,13 @@ func Start(t testing.TB, local, far string) *Server {
 			"-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no",
 			"-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR"},
 	}
+	proxy := "nsenter --net=/proc/" + strconv.Itoa(cmd.Process.Pid) + "/ns/net bash -c 'exec 3<>/dev/tcp/127.0.0.1/" + strconv.Itoa(port) + " && { cat <&3 & cat >&3; }'"
+	s.Options = append(s.Options, "-o", "ProxyCommand="+proxy)
 	// Wait until it answers (bounded, not a timing assertion).
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		err := exec.Command("nsenter", "--net=/proc/"+strconv.Itoa(cmd.Process.Pid)+"/ns/net", "bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/"+strconv.Itoa(port)).Run()
 		if err == nil {
-			c.Close()
 			break
 		}
 		select {
