@@ -64,6 +64,9 @@ func (t Target) Start(ctx context.Context, port int, lock []byte) (*Hold, error)
 		return nil, err
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
+	// A child of the engine (a ProxyCommand) may keep its output open
+	// after the engine ended: the hold ends with the engine regardless.
+	cmd.WaitDelay = 2 * time.Second
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, fmt.Errorf("remote: %w", err)

@@ -85,7 +85,9 @@ func TestSSHHold(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
+			c := exec.CommandContext(ctx, argv[0], argv[1:]...)
+			c.WaitDelay = 2 * time.Second
+			out, err := c.CombinedOutput()
 			if err != nil || string(out) != "hello from the local server\n" {
 				t.Fatalf("through the forward: %q, %v", out, err)
 			}

@@ -106,7 +106,9 @@ func TestSSHForward(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
+	c := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	c.WaitDelay = 2 * time.Second
+	out, err := c.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%q: %v: %s", argv, err, out)
 	}

@@ -136,7 +136,7 @@ func Start(t testing.TB, local, far string) *Server {
 			"-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no",
 			"-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR"},
 	}
-	proxy := "nsenter --net=/proc/" + strconv.Itoa(cmd.Process.Pid) + "/ns/net bash -c 'exec 3<>/dev/tcp/127.0.0.1/" + strconv.Itoa(port) + " && { cat <&3 & cat >&3; }'"
+	proxy := "nsenter --net=/proc/" + strconv.Itoa(cmd.Process.Pid) + "/ns/net bash -c 'exec 2>/dev/null 3<>/dev/tcp/127.0.0.1/" + strconv.Itoa(port) + " && { cat <&3 & p=$!; cat >&3; kill $p; }'"
 	s.Options = append(s.Options, "-o", "ProxyCommand="+proxy)
 	// Wait until it answers (bounded, not a timing assertion).
 	deadline := time.Now().Add(20 * time.Second)
