@@ -16,6 +16,11 @@ type View interface {
 	Check(ctx context.Context, p string, acc Access, isOpen func(ctx context.Context, abs string) bool) (Path, error)
 	Abs(p string) (string, bool)
 	Rel(abs string) string
+	// Far and FarURI spell a local path as a Claude on an SSH host or in
+	// a container sees it (unchanged when Claude runs here); a path
+	// outside the mapping is refused and must not leave Neovim.
+	Far(abs string) (string, error)
+	FarURI(abs string) (string, error)
 	// Denied and DeniedAll are the one deny-list judge for a path (or
 	// paths) about to leave Neovim, within the workspace's folders.
 	Denied(abs string) bool

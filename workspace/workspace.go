@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/nvim-claude/nvim-claude/workspace/pathmap"
 )
 
 // Workspace is the editor's workspace as the host knows it: the global cwd
@@ -28,6 +30,7 @@ type Workspace struct {
 	pushes  uint64   // pushes received
 	lock    func(folders []string) error
 	onError func(error)
+	farMap  pathmap.Map // far↔local paths of a Claude elsewhere (farmap.go)
 }
 
 // New makes a Workspace with an empty boundary (no deny-list) and no cwd.
@@ -158,7 +161,7 @@ func (w *Workspace) writeLock(folders []string) {
 	if write == nil || len(folders) == 0 {
 		return
 	}
-	if err := write(folders); err != nil && onError != nil {
+	if err := write(w.farFolders(folders)); err != nil && onError != nil {
 		onError(err)
 	}
 }
@@ -199,6 +202,10 @@ func (w *Workspace) DeniedAll(paths []string) []bool {
 // isOpen (may be nil) reports whether the editor has a buffer for an
 // absolute path; it is asked only for a path outside the folders.
 func (w *Workspace) Check(ctx context.Context, p string, acc Access, isOpen func(ctx context.Context, abs string) bool) (Path, error) {
+	p, err := w.local(p)
+	if err != nil {
+		return Path{}, err
+	}
 	root := w.Root()
 	if strings.HasPrefix(p, "file://") {
 		if path, ok := URIPath(p, root); ok {
@@ -216,6 +223,10 @@ func (w *Workspace) Check(ctx context.Context, p string, acc Access, isOpen func
 // becomes its path, a relative path is taken from the root) without the
 // boundary's checks; ok is false for a URI of another scheme or host.
 func (w *Workspace) Abs(p string) (string, bool) {
+	p, err := w.local(p)
+	if err != nil {
+		return "", false
+	}
 	return URIPath(p, w.Root())
 }
 

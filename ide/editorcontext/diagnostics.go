@@ -76,10 +76,14 @@ type diagCache struct {
 	touched map[string]int64 // path → seq of the last push that named it
 	seq     int64            // the last push applied
 	changed chan struct{}    // closed (and replaced) by every push
+	// far spells a local path as the CLI sees it (a Claude on an SSH host
+	// or in a container); a file outside the mapping is not reported.
+	far func(abs string) (string, error)
 }
 
-func newDiagCache() *diagCache {
+func newDiagCache(far func(abs string) (string, error)) *diagCache {
 	return &diagCache{
+		far:     far,
 		byBuf:   map[int]*diagEntry{},
 		byPath:  map[string]int{},
 		byReal:  map[string]int{},
@@ -103,7 +107,11 @@ func (d *diagCache) apply(p diagPush) []diagChange {
 		if real, err := filepath.EvalSymlinks(e.path); err == nil && real != e.path {
 			e.real = real
 		}
-		e.item = diagItem(e.path, e.list)
+		uri, ok := d.uri(e.path)
+		if !ok {
+			continue // outside the far↔local mapping: the CLI cannot name it
+		}
+		e.item = diagItem(uri, e.list)
 		entries[i] = e
 	}
 
@@ -111,7 +119,9 @@ func (d *diagCache) apply(p diagPush) []diagChange {
 	defer d.mu.Unlock()
 	var out []diagChange
 	cleared := func(path string) {
-		out = append(out, diagChange{URI: workspace.FileURI(path), Diagnostics: json.RawMessage("[]")})
+		if uri, ok := d.uri(path); ok {
+			out = append(out, diagChange{URI: uri, Diagnostics: json.RawMessage("[]")})
+		}
 	}
 	seen := make(map[int]bool, len(p.Files))
 	for i, f := range p.Files {
@@ -133,7 +143,8 @@ func (d *diagCache) apply(p diagPush) []diagChange {
 			}
 		}
 		d.add(f.Bufnr, e)
-		out = append(out, diagChange{URI: workspace.FileURI(e.path), Diagnostics: e.list})
+		uri, _ := d.uri(e.path)
+		out = append(out, diagChange{URI: uri, Diagnostics: e.list})
 	}
 	if p.Snapshot {
 		for bufnr, old := range d.byBuf {
@@ -236,7 +247,24 @@ func (d *diagCache) forPath(path string) string {
 			}
 		}
 	}
-	return "[" + string(diagItem(path, list)) + "]"
+	uri, ok := d.uri(path)
+	if !ok {
+		return "[]"
+	}
+	return "[" + string(diagItem(uri, list)) + "]"
+}
+
+// uri is the file:// URI the CLI knows path by; false for a path outside
+// the far↔local mapping.
+func (d *diagCache) uri(path string) (string, bool) {
+	if d.far == nil {
+		return workspace.FileURI(path), true
+	}
+	p, err := d.far(path)
+	if err != nil {
+		return "", false
+	}
+	return workspace.FileURI(p), true
 }
 
 // lookup must be called with d.mu held.
@@ -313,8 +341,8 @@ func (d *diagCache) waitTouched(ctx context.Context, paths []string, after int64
 	}
 }
 
-func diagItem(path string, list []byte) []byte {
-	uri, _ := marshalNoEscape(workspace.FileURI(path))
+func diagItem(fileURI string, list []byte) []byte {
+	uri, _ := marshalNoEscape(fileURI)
 	b := make([]byte, 0, len(uri)+len(list)+32)
 	b = append(b, `{"uri":`...)
 	b = append(b, uri...)

@@ -60,7 +60,7 @@ func changes(cs []diagChange) string {
 }
 
 func TestDiagCache(t *testing.T) {
-	d := newDiagCache()
+	d := newDiagCache(nil)
 	steps := []struct {
 		push    diagPush
 		changes string // notifications sent
@@ -125,7 +125,7 @@ func TestDiagCacheForPath(t *testing.T) {
 	if err := os.Symlink(filepath.Join(dir, "real dir"), filepath.Join(dir, "link")); err != nil {
 		t.Fatal(err)
 	}
-	d := newDiagCache()
+	d := newDiagCache(nil)
 	p := mkPush(1, false, pushFile{1, real, []string{"m"}})
 	d.apply(p)
 	d.commit(p)
@@ -158,7 +158,7 @@ func TestDiagCacheForPath(t *testing.T) {
 }
 
 func TestDiagCacheWait(t *testing.T) {
-	d := newDiagCache()
+	d := newDiagCache(nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	done := make(chan bool, 2)
@@ -185,7 +185,7 @@ func TestDiagCacheWait(t *testing.T) {
 // The cache's share of getDiagnostics with 500 files × 20 diagnostics
 // (PROTOCOL.md §4: the CLI gives {uri} 500 ms, {} 2 s).
 func BenchmarkDiagCache(b *testing.B) {
-	d := newDiagCache()
+	d := newDiagCache(nil)
 	var files []pushFile
 	for i := 0; i < 500; i++ {
 		var msgs []string

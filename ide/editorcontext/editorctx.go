@@ -65,7 +65,7 @@ type Folders interface {
 // getWorkspaceInfo reports.
 func New(h host.Host, ed Editor, ws Folders, version string) *Context {
 	return &Context{h: h, ed: ed, log: h.Logger().With("feature", "context"), ws: ws,
-		version: version, diags: newDiagCache()}
+		version: version, diags: newDiagCache(ws.Far)}
 }
 
 // Name names the feature.
@@ -168,15 +168,30 @@ func (c *Context) editors(ctx context.Context) (nvimbridge.Editors, error) {
 		paths[i] = b.Path
 	}
 	denied := c.ws.DeniedAll(paths)
+	// A Claude elsewhere sees each file under its far path; a file
+	// outside the far↔local mapping is left out like a denied one.
 	kept := eds.Buffers[:0]
 	for i, b := range eds.Buffers {
-		if !denied[i] {
-			kept = append(kept, b)
+		if denied[i] {
+			continue
 		}
+		far, err := c.ws.Far(b.Path)
+		if err != nil {
+			continue
+		}
+		b.Path = far
+		kept = append(kept, b)
 	}
 	eds.Buffers = kept
-	if eds.Current != nil && c.ws.Denied(eds.Current.Path) {
-		eds.Current = nil
+	if eds.Current != nil {
+		far, err := c.ws.Far(eds.Current.Path)
+		if err != nil || c.ws.Denied(eds.Current.Path) {
+			eds.Current = nil
+		} else {
+			cur := *eds.Current
+			cur.Path = far
+			eds.Current = &cur
+		}
 	}
 	return eds, nil
 }

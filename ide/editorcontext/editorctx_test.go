@@ -26,6 +26,7 @@ import (
 type ctxHarness struct {
 	*nvimtest.Nvim
 	app *core.App
+	ws  *workspace.Workspace
 	dir string // the workspace (Neovim's cwd), symlinks resolved
 	out string // a directory outside the workspace
 	*testkit.CLI
@@ -75,7 +76,7 @@ require("claude").setup({})`
 	if err := app.Start(context.Background(), core.StartParams{PID: pid, Cwd: dir, ConfigDir: t.TempDir()}); err != nil {
 		t.Fatal(err)
 	}
-	h := &ctxHarness{Nvim: n, app: app, dir: dir, out: out}
+	h := &ctxHarness{Nvim: n, app: app, ws: ws, dir: dir, out: out}
 	// What server.lua does after "start": claude.diagnostics feeds the host.
 	n.Exec(t, `require("claude.server").state().chan = ... require("claude.diagnostics").attach()`, n.ChannelID())
 	t.Cleanup(func() { _ = n.TryEval(`require("claude.diagnostics").detach()`, nil) })

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 
 	"github.com/nvim-claude/nvim-claude/mcp"
-	"github.com/nvim-claude/nvim-claude/workspace"
 )
 
 // getDiagnostics {uri?} → JSON [{uri, diagnostics:[{message, severity,
@@ -31,7 +30,7 @@ func (c *Context) getDiagnosticsTool() mcp.Tool {
 				return nil, err
 			}
 			if args.URI != nil && *args.URI != "" {
-				path, ok := workspace.URIPath(*args.URI, c.ws.Root())
+				path, ok := c.ws.Abs(*args.URI) // the one rule: a far URI maps to the local path
 				if !ok {
 					return mcp.TextResult("[]"), nil
 				}

@@ -73,6 +73,15 @@ func (c *Tracker) handleMention(_ context.Context, req mentionRequest) (any, err
 			return nil, fmt.Errorf("%s matches security.deny: files on the deny-list are not sent to Claude", filepath.Base(m.FilePath))
 		}
 	}
+	// A Claude elsewhere names files its own way; one outside the
+	// far↔local mapping is refused, naming it.
+	for i := range req.Mentions {
+		far, err := c.h.Workspace().Far(req.Mentions[i].FilePath)
+		if err != nil {
+			return nil, fmt.Errorf("mention: %w", err)
+		}
+		req.Mentions[i].FilePath = far
+	}
 	timeout := mentionDefaultTimeout
 	if req.TimeoutMS != nil && *req.TimeoutMS > 0 {
 		timeout = time.Duration(*req.TimeoutMS * float64(time.Millisecond))

@@ -448,10 +448,24 @@ func (c *Tracker) apply(st *nvimbridge.SelectionState) {
 // and it also knows another hard link to a deny-listed file, which Lua
 // cannot tell from any other file. Nothing of such a file, text or name,
 // reaches a CLI.
+//
+// A Claude elsewhere (an SSH host, a container) gets the path as it sees
+// it; a file outside the far↔local mapping is kept back like a denied one.
 func (c *Tracker) judge(st *nvimbridge.SelectionState) {
-	if st.Kind == nvimbridge.SelectionKindSelection && st.Path != "" && c.h.Workspace().Denied(st.Path) {
-		*st = nvimbridge.SelectionState{Kind: nvimbridge.SelectionKindDenied, Path: st.Path, Seq: st.Seq}
+	if st.Kind != nvimbridge.SelectionKindSelection || st.Path == "" {
+		return
 	}
+	ws := c.h.Workspace()
+	if ws.Denied(st.Path) {
+		*st = nvimbridge.SelectionState{Kind: nvimbridge.SelectionKindDenied, Path: st.Path, Seq: st.Seq}
+		return
+	}
+	far, err := ws.Far(st.Path)
+	if err != nil {
+		*st = nvimbridge.SelectionState{Kind: nvimbridge.SelectionKindDenied, Path: st.Path, Seq: st.Seq}
+		return
+	}
+	st.Path = far
 }
 
 // flush makes a pending debounced pull happen now, so that a tool answers

@@ -17,6 +17,7 @@ import (
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 	"github.com/nvim-claude/nvim-claude/nvimbridge/nvimtest"
+	"github.com/nvim-claude/nvim-claude/workspace"
 )
 
 // selHarness is the selection path but the CLI: a real Neovim editing
@@ -43,6 +44,8 @@ type selHarnessOpts struct {
 	// hold makes the host's debounce an hour: only a push (visual mode
 	// ended) or a tool's flush sends anything.
 	hold bool
+	// ws is the application's workspace (nil: core's own).
+	ws *workspace.Workspace
 }
 
 func startSelHarness(t *testing.T, o selHarnessOpts) *selHarness {
@@ -69,7 +72,7 @@ vim.cmd("edit sample.txt")`
 	b := nvimbridge.Wrap(n.Nvim, nil)
 	t.Cleanup(b.CloseProposals)
 	var sel *Tracker
-	app := core.New(core.Options{Editor: b, Features: func(h host.Host) []host.Feature {
+	app := core.New(core.Options{Editor: b, Workspace: o.ws, Features: func(h host.Host) []host.Feature {
 		sel = New(h, b)
 		return []host.Feature{sel}
 	}})
