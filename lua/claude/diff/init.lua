@@ -337,12 +337,79 @@ local function watch_proposal(d)
   })
 end
 
+-- view is what open answers: what is on screen.
+local function view(d)
+  return {
+    proposal_bufnr = d.prop_buf,
+    original_bufnr = d.orig_buf,
+    modified = d.modified,
+    new_file = d.new_file == true,
+    tab = api.nvim_tabpage_get_number(d.tab),
+  }
+end
+
+-- show ends an open: the cursor on the first change, the warning about a
+-- modified buffer, the ClaudeDiffOpened event.
+local function show(d, o)
+  focus(d, o)
+  user_win = api.nvim_get_current_win()
+  if d.modified then
+    notify_now(
+      string.format(
+        "nvim-claude: %s has unsaved changes: the diff compares Claude's proposal with your buffer, not with the file on disk.",
+        shown_name(d.file)
+      ),
+      vim.log.levels.WARN
+    )
+  end
+  util.emit("ClaudeDiffOpened", {
+    tab_name = d.tab_name,
+    file = d.file,
+    proposal_bufnr = d.prop_buf,
+    original_bufnr = d.orig_buf,
+  })
+  -- the counter walks the hunks: after the diff is on screen
+  vim.schedule(function()
+    refresh_counter(d, o)
+  end)
+end
+
+-- The host opens a diff in three calls (args.stage "load", "compare",
+-- "show"), each a turn of Neovim's main loop of its own, between which
+-- Neovim takes keys and runs timers: loading the two texts, computing the
+-- diff (the second :diffthis: seconds for 20 MB), and the first look at
+-- it (focus's diff_hlID computes the changed parts of the lines: a second
+-- more). In one call Neovim could not take a key for the sum of the three;
+-- in three, no longer than for the longest, which it cannot split either.
+-- Without args.stage the open is one call (as Lua callers use it). A later
+-- stage of a diff that was answered or closed meanwhile does nothing and
+-- answers {gone = true}.
+local function next_stage(args)
+  local d = diffs[args.id]
+  if not d or d.closing or d.closed or not layout.win_ok(d.orig_win) or not layout.win_ok(d.prop_win) then
+    -- answered or closed between two calls (the user was quick, or
+    -- another open superseded it): its decision goes its own way
+    return { gone = true }
+  end
+  local o = options()
+  if args.stage == "compare" then
+    layout.diff_on(d)
+    return view(d)
+  end
+  d.staged = nil
+  show(d, o)
+  return view(d)
+end
+
 --- Opens a diff for review: the Go host's openDiff, through the bridge's
 --- diff_open (lua/claude/bridge/init.lua). Raises an error with a plain message
 --- when it cannot open.
 ---@param args {id: string, tab_name: string, old_path?: string, new_path: string, contents?: string, proposal?: table, chan?: integer}
 ---@return {proposal_bufnr: integer, original_bufnr: integer, modified: boolean, new_file: boolean, tab: integer}
 function M.open(args)
+  if args.stage == "compare" or args.stage == "show" then
+    return next_stage(args)
+  end
   if in_cmdwin() then
     -- Nothing can open while it is (E11); the CLI's own prompt in its
     -- terminal still takes the answer.
@@ -368,6 +435,7 @@ function M.open(args)
     prev_tab = api.nvim_get_current_tabpage(),
     prev_win = api.nvim_get_current_win(),
     prev_term = api.nvim_get_mode().mode == "t",
+    staged = args.stage == "load" or nil,
   }
   d.sizes = {}
   for _, w in ipairs(api.nvim_tabpage_list_wins(0)) do
@@ -407,34 +475,11 @@ function M.open(args)
   keys.map_keys(d, o, M)
   watch_proposal(d)
   show_hint(d, o)
-  focus(d, o)
-  user_win = api.nvim_get_current_win()
-  if d.modified then
-    notify_now(
-      string.format(
-        "nvim-claude: %s has unsaved changes: the diff compares Claude's proposal with your buffer, not with the file on disk.",
-        shown_name(d.file)
-      ),
-      vim.log.levels.WARN
-    )
+  if d.staged then
+    return view(d)
   end
-  util.emit("ClaudeDiffOpened", {
-    tab_name = d.tab_name,
-    file = d.file,
-    proposal_bufnr = d.prop_buf,
-    original_bufnr = d.orig_buf,
-  })
-  -- the counter walks the hunks: after the diff is on screen
-  vim.schedule(function()
-    refresh_counter(d, o)
-  end)
-  return {
-    proposal_bufnr = d.prop_buf,
-    original_bufnr = d.orig_buf,
-    modified = d.modified,
-    new_file = d.new_file == true,
-    tab = api.nvim_tabpage_get_number(d.tab),
-  }
+  show(d, o)
+  return view(d)
 end
 
 --- Closes diffs by id: the Go host's close_tab, closeAllDiffTabs or a CLI
