@@ -1374,6 +1374,17 @@ local function watch_proposal(d)
   })
 end
 
+-- diff_on puts both windows in diff mode; the second :diffthis computes the
+-- diff (seconds for a proposal of 20 MB).
+local function diff_on(d)
+  api.nvim_win_call(d.orig_win, function()
+    vim.cmd("diffthis")
+  end)
+  api.nvim_win_call(d.prop_win, function()
+    vim.cmd("diffthis")
+  end)
+end
+
 -- place opens the windows: the current side in a window of the current tab
 -- (the file's own window if it shows, else a borrowed editor window, else a
 -- new split) or of a new tab, and the proposal split next to it.
@@ -1438,12 +1449,9 @@ local function place(d, o, new_tab)
     sizes[d.prop_win] = { before[1], before[2] - 1 - half }
   end
   apply_sizes(d, sizes)
-  api.nvim_win_call(W, function()
-    vim.cmd("diffthis")
-  end)
-  api.nvim_win_call(d.prop_win, function()
-    vim.cmd("diffthis")
-  end)
+  if not d.staged then
+    diff_on(d)
+  end
 end
 
 local function undo_place(d)
@@ -1477,12 +1485,79 @@ local function focus(d, o)
   end
 end
 
+-- view is what open answers: what is on screen.
+local function view(d)
+  return {
+    proposal_bufnr = d.prop_buf,
+    original_bufnr = d.orig_buf,
+    modified = d.modified,
+    new_file = d.new_file == true,
+    tab = api.nvim_tabpage_get_number(d.tab),
+  }
+end
+
+-- show ends an open: the cursor on the first change, the warning about a
+-- modified buffer, the ClaudeDiffOpened event.
+local function show(d, o)
+  focus(d, o)
+  user_win = api.nvim_get_current_win()
+  if d.modified then
+    notify_now(
+      string.format(
+        "nvim-claude: %s has unsaved changes: the diff compares Claude's proposal with your buffer, not with the file on disk.",
+        shown_name(d.file)
+      ),
+      vim.log.levels.WARN
+    )
+  end
+  util.emit("ClaudeDiffOpened", {
+    tab_name = d.tab_name,
+    file = d.file,
+    proposal_bufnr = d.prop_buf,
+    original_bufnr = d.orig_buf,
+  })
+  -- the counter walks the hunks: after the diff is on screen
+  vim.schedule(function()
+    refresh_counter(d, o)
+  end)
+end
+
+-- The host opens a diff in three calls (args.stage "load", "compare",
+-- "show"), each a turn of Neovim's main loop of its own, between which
+-- Neovim takes keys and runs timers: loading the two texts, computing the
+-- diff (the second :diffthis: seconds for 20 MB), and the first look at
+-- it (focus's diff_hlID computes the changed parts of the lines: a second
+-- more). In one call Neovim could not take a key for the sum of the three;
+-- in three, no longer than for the longest, which it cannot split either.
+-- Without args.stage the open is one call (as Lua callers use it). A later
+-- stage of a diff that was answered or closed meanwhile does nothing and
+-- answers {gone = true}.
+local function next_stage(args)
+  local d = diffs[args.id]
+  if not d or d.closing or d.closed or not win_ok(d.orig_win) or not win_ok(d.prop_win) then
+    -- answered or closed between two calls (the user was quick, or
+    -- another open superseded it): its decision goes its own way
+    return { gone = true }
+  end
+  local o = options()
+  if args.stage == "compare" then
+    diff_on(d)
+    return view(d)
+  end
+  d.staged = nil
+  show(d, o)
+  return view(d)
+end
+
 --- Opens a diff for review: the Go host's openDiff, through the bridge's
 --- diff_open (lua/claude/bridge/init.lua). Raises an error with a plain message
 --- when it cannot open.
 ---@param args {id: string, tab_name: string, old_path?: string, new_path: string, contents?: string, proposal?: table, chan?: integer}
 ---@return {proposal_bufnr: integer, original_bufnr: integer, modified: boolean, new_file: boolean, tab: integer}
 function M.open(args)
+  if args.stage == "compare" or args.stage == "show" then
+    return next_stage(args)
+  end
   if in_cmdwin() then
     -- Nothing can open while it is (E11); the CLI's own prompt in its
     -- terminal still takes the answer.
@@ -1508,6 +1583,7 @@ function M.open(args)
     prev_tab = api.nvim_get_current_tabpage(),
     prev_win = api.nvim_get_current_win(),
     prev_term = api.nvim_get_mode().mode == "t",
+    staged = args.stage == "load" or nil,
   }
   d.sizes = {}
   for _, w in ipairs(api.nvim_tabpage_list_wins(0)) do
@@ -1547,34 +1623,11 @@ function M.open(args)
   map_keys(d, o)
   watch_proposal(d)
   show_hint(d, o)
-  focus(d, o)
-  user_win = api.nvim_get_current_win()
-  if d.modified then
-    notify_now(
-      string.format(
-        "nvim-claude: %s has unsaved changes: the diff compares Claude's proposal with your buffer, not with the file on disk.",
-        shown_name(d.file)
-      ),
-      vim.log.levels.WARN
-    )
+  if d.staged then
+    return view(d)
   end
-  util.emit("ClaudeDiffOpened", {
-    tab_name = d.tab_name,
-    file = d.file,
-    proposal_bufnr = d.prop_buf,
-    original_bufnr = d.orig_buf,
-  })
-  -- the counter walks the hunks: after the diff is on screen
-  vim.schedule(function()
-    refresh_counter(d, o)
-  end)
-  return {
-    proposal_bufnr = d.prop_buf,
-    original_bufnr = d.orig_buf,
-    modified = d.modified,
-    new_file = d.new_file == true,
-    tab = api.nvim_tabpage_get_number(d.tab),
-  }
+  show(d, o)
+  return view(d)
 end
 
 --- Closes diffs by id: the Go host's close_tab, closeAllDiffTabs or a CLI
