@@ -100,7 +100,8 @@ func (b *Bridge) OpenDiff(ctx context.Context, req DiffRequest) (DiffView, error
 		DiffRequest
 		Chan     int           `json:"chan"`
 		Proposal *proposalFile `json:"proposal,omitempty"`
-	}{DiffRequest: req, Chan: ch}
+		Stage    string        `json:"stage"`
+	}{DiffRequest: req, Chan: ch, Stage: "load"}
 	var res struct {
 		DiffView
 		Error string `json:"error"`
@@ -121,7 +122,33 @@ func (b *Bridge) OpenDiff(ctx context.Context, req DiffRequest) (DiffView, error
 	if res.Error != "" {
 		return DiffView{}, errors.New(res.Error)
 	}
-	return res.DiffView, nil
+	// Loading the texts, computing the diff and the first look at it are
+	// three calls, so that Neovim takes keys between them: for a large
+	// proposal each is seconds of work Neovim cannot interrupt, and one
+	// call would hold it for their sum (lua/claude/diff.lua next_stage).
+	view := res.DiffView
+	for _, stage := range []string{"compare", "show"} {
+		var next struct {
+			DiffView
+			Gone  bool   `json:"gone"`
+			Error string `json:"error"`
+		}
+		err := b.call(ctx, "diff_open", map[string]string{"id": req.ID, "stage": stage}, &next)
+		if err == nil && next.Error != "" {
+			err = errors.New(next.Error)
+		}
+		if err != nil {
+			// what is on screen goes: the caller answers the open as failed
+			_, _ = b.CloseDiffs(context.WithoutCancel(ctx), []string{req.ID}, "closed")
+			return DiffView{}, fmt.Errorf("%s: %w", stage, err)
+		}
+		if next.Gone {
+			// answered or closed meanwhile: that decision is on its way
+			return view, nil
+		}
+		view = next.DiffView
+	}
+	return view, nil
 }
 
 // CloseDiffs closes the diffs with these ids (windows, buffers; the layout

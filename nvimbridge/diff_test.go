@@ -1029,3 +1029,40 @@ func TestDiffCLIWritesWhileOpen(t *testing.T) {
 		t.Fatalf("local 'autoread' %v after the diff, %v before", arAfter, arBefore)
 	}
 }
+
+// TestDiffOpenYieldsBetweenStages: loading the two texts, computing the
+// diff and the first look at it (each seconds of work for a proposal of
+// 20 MB that Neovim cannot interrupt) are separate turns of Neovim's main
+// loop, so a key typed meanwhile waits for the longest of them, not for
+// their sum. A callback scheduled as each call starts runs between them:
+// after the load with no window in diff mode yet, after the compare with
+// both in diff mode and the cursor not yet moved to the proposal.
+func TestDiffOpenYieldsBetweenStages(t *testing.T) {
+	e := startDiffEnv(t, diffEnvOpts{})
+	e.Exec(t, `_G.turns = {}
+local diff = require("claude.diff")
+local open = diff.open
+diff.open = function(args)
+  local stage = args.stage or "whole"
+  vim.schedule(function()
+    local n = 0
+    for _, w in ipairs(vim.api.nvim_list_wins()) do
+      if vim.wo[w].diff then n = n + 1 end
+    end
+    local focused = vim.api.nvim_get_current_buf() == vim.fn.bufnr("✻*")
+    table.insert(_G.turns, string.format("after %s: %d in diff mode, proposal focused %s", stage, n, tostring(focused)))
+  end)
+  return open(args)
+end`)
+	_, v := e.open(t, e.file, strings.Replace(diffText, "eleven", "ELEVEN", 1))
+	var turns []string
+	e.Eval(t, `return _G.turns`, &turns)
+	got := strings.Join(turns, "\n")
+	want := "after load: 0 in diff mode, proposal focused false\nafter compare: 2 in diff mode, proposal focused false\nafter show: 2 in diff mode, proposal focused true"
+	if got != want {
+		t.Errorf("turns of the main loop during the open:\n%s\nwant\n%s", got, want)
+	}
+	e.Exec(t, `vim.cmd("write")`)
+	e.decision(t)
+	e.waitClosed(t, v)
+}

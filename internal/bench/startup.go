@@ -57,6 +57,12 @@ func parseStartupLog(s, initName string) (startupLog, error) {
 	return l, nil
 }
 
+// optionalOff is setup()'s options with every optional feature off: cursor
+// sharing, the editor tools, the sessions' hooks and notices, the diff
+// notice.
+const optionalOff = "selection = { track = false }, editor_tools = { enable = false }, " +
+	"sessions = { hooks = false, notify = false }, notify = { needs_input = false }, chat = { notify = false }"
+
 func runStartup(ctx context.Context, r *runner) (*section, error) {
 	sec := &section{}
 	dir, err := r.project("startup", nil)
@@ -68,6 +74,8 @@ func runStartup(ctx context.Context, r *runner) (*section, error) {
 	}{
 		{"setup", "plugin on 'runtimepath' + `require(\"claude\").setup({})`",
 			fmt.Sprintf("vim.opt.rtp:prepend(%q)\nrequire(\"claude\").setup({ bin = %q })\n", r.root, r.hostBin)},
+		{"off", "plugin on 'runtimepath' + `setup()` with every optional feature off: " + optionalOff,
+			fmt.Sprintf("vim.opt.rtp:prepend(%q)\nrequire(\"claude\").setup({ bin = %q, %s })\n", r.root, r.hostBin, optionalOff)},
 		{"installed", "plugin on 'runtimepath', no setup()", fmt.Sprintf("vim.opt.rtp:prepend(%q)\n", r.root)},
 		{"none", "no plugin", "-- empty\n"},
 	}
@@ -142,8 +150,23 @@ func runStartup(ctx context.Context, r *runner) (*section, error) {
 		result: fmt.Sprintf("%s (%s vs %s)", fmtMS(cost), fmtMS(sBoth.median()), fmtMS(iBoth.median())),
 		spread: fmt.Sprintf("per-run difference p25–p75 %s, n=%d", fmtRange(diffs.quantile(0.25), diffs.quantile(0.75)), len(diffs)),
 		target: "≤ 1 ms", verdict: verdict(cost <= 1), ref: "+7.6 ms"})
+	oBoth := pick("off", both)
+	offCost := oBoth.median() - iBoth.median()
+	offDiffs := sample{}
+	for i := range oBoth {
+		offDiffs = append(offDiffs, oBoth[i]-sBoth[i])
+	}
+	// What the optional features cost at startup when left off: setup()
+	// with them off against setup() with the defaults (on). Zero or less
+	// means a feature left off loads nothing of its own.
+	offVsOn := offDiffs.median()
+	sec.add(row{order: 8.1, num: "8", scenario: "same, `setup()` with every optional feature off (" + optionalOff + ")",
+		figure: "startup cost of the features left off: setup() with them off vs with the defaults",
+		result: fmt.Sprintf("%+.3f ms, median of the paired differences (%s vs %s; vs no setup() %+.3f ms)", offVsOn, fmtMS(oBoth.median()), fmtMS(sBoth.median()), offCost),
+		spread: fmt.Sprintf("per-run difference p25–p75 %s, n=%d", fmtRange(offDiffs.quantile(0.25), offDiffs.quantile(0.75)), len(offDiffs)),
+		target: "≤ 0 (zero: off costs nothing more than on; met within 0.05 ms)", verdict: verdict(offVsOn <= 0.05), ref: "—"})
 	sec.printf("`%s --headless --startuptime <log> -u <init.lua> -i NONE -n +qa!` in a fresh HOME/XDG tree, %d times per "+
-		"variant (interleaved, after one warm-up round), for three init files:\n\n", r.nvimBin, runs)
+		"variant (interleaved, after one warm-up round), for four init files:\n\n", r.nvimBin, runs)
 	for _, v := range variants {
 		sec.printf("- **%s**: %s\n", v.name, v.desc)
 	}
