@@ -572,7 +572,9 @@ function M.pending()
   local out = {}
   for _, id in ipairs(order) do
     local d = diffs[id]
-    if d and not d.decided then
+    -- a diff the host is still opening (between its load and its show)
+    -- is not on screen yet: it is listed once it is
+    if d and not d.decided and not d.staged then
       table.insert(out, {
         tab_name = d.tab_name,
         file = d.file,
