@@ -414,8 +414,12 @@ func (s *Session) handleLine(l *line, evs []Event) {
 				return
 			}
 			s.mu.Lock()
+			_, dup := s.openDialogs[l.RequestID]
 			s.openDialogs[l.RequestID] = d.DialogKind
 			s.mu.Unlock()
+			if dup {
+				return // one request, one dialog
+			}
 			s.emit(DialogRequestEvent{RequestID: l.RequestID, Kind: d.DialogKind, Payload: d.Payload, ToolUseID: d.ToolUseID})
 			return
 		}

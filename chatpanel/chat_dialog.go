@@ -96,9 +96,13 @@ func dialogViewOf(kind string, payload json.RawMessage) (dialogView, error) {
 		v.body = append(v.body, display.Line(p.ToolName, 60)+": "+display.Line(p.Path, dialogLineMax))
 		v.body = append(v.body, lines(p.Question)...)
 		v.body = append(v.body, lines(p.Explainer)...)
+		// The CLI's words, and what each sends: a label must not hide
+		// its result; a value offered twice is shown once.
+		seen := map[string]bool{}
 		for _, o := range p.Options {
-			if valid(kind, o.Value) {
-				v.choices = append(v.choices, dialogChoice{o.Value, display.Line(o.Label, 160)})
+			if valid(kind, o.Value) && !seen[o.Value] {
+				seen[o.Value] = true
+				v.choices = append(v.choices, dialogChoice{o.Value, display.Line(o.Label, 160) + " (" + o.Value + ")"})
 			}
 		}
 		return v, nil
@@ -160,6 +164,11 @@ func (ch *chatProc) onDialog(e chat.DialogRequestEvent) {
 		return
 	}
 	ch.mu.Lock()
+	if _, dup := ch.dialogs[e.RequestID]; dup {
+		// the same request id again: the first block answers it
+		ch.mu.Unlock()
+		return
+	}
 	ch.dialogs[e.RequestID] = dialogState{kind: e.Kind, choices: v.choices}
 	ch.mu.Unlock()
 	body := v.body
@@ -210,7 +219,7 @@ func (ch *chatProc) handleDialog(_ context.Context, a dialogParams) (any, error)
 	if a.Result != "" {
 		label = ""
 		for _, c := range d.choices {
-			if c.Result == a.Result {
+			if c.Result == a.Result && label == "" {
 				label = c.Label
 			}
 		}
@@ -228,12 +237,15 @@ func (ch *chatProc) handleDialog(_ context.Context, a dialogParams) (any, error)
 	} else {
 		err = sess.AnswerDialog(a.RequestID, a.Result)
 	}
+	if err != nil {
+		// Not forgotten here: when the CLI withdrew the dialog meanwhile,
+		// its DialogCancelEvent (queued behind this call) settles the
+		// block; when the CLI is gone, the exit does.
+		return nil, fmt.Errorf("chat_dialog: %w", err)
+	}
 	ch.mu.Lock()
 	delete(ch.dialogs, a.RequestID)
 	ch.mu.Unlock()
-	if err != nil {
-		return nil, fmt.Errorf("chat_dialog: %w", err)
-	}
 	behavior := "allow"
 	if a.Result == "" {
 		behavior = "deny"

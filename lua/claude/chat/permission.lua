@@ -187,6 +187,11 @@ function M.show(chat, d)
     help = render.mark(chat, row + #lines - 1),
     cut = cut, -- the block does not show all of the input
   }
+  if d.kind == "dialog" then
+    -- the prompt this dialog is about: one sent while it waits must not
+    -- be the one "edit the prompt" gives back
+    p.prompt = chat.last_prompt
+  end
   chat.perms[d.request_id] = p
   table.insert(chat.pending, d.request_id)
   if d.kind == "plan" then
@@ -525,12 +530,12 @@ function M.respond_dialog(chat, p, result)
     notify(err, vim.log.levels.ERROR)
     return false
   end
-  if result == "edit_prompt" and chat.last_prompt then
+  if result == "edit_prompt" and p.prompt then
     -- The refused prompt comes back for editing, unless the user has
     -- started another one meanwhile.
     local prompt = require("claude.chat.prompt")
     if vim.trim(prompt.text(chat)) == "" then
-      prompt.set_text(chat, chat.last_prompt)
+      prompt.set_text(chat, p.prompt)
     end
   end
   return true
