@@ -109,7 +109,7 @@ func runFirstScreen(ctx context.Context, r *runner) (*section, error) {
 		target: "≤ 14.9 ms (the reference plugin's)", verdict: verdict(hostReady.median() <= 14.9), ref: "14.9 ms"})
 	sec.printf("`%s -u <init.lua> -i NONE -n mark.txt` with its real TUI in a %dx%d pseudo-terminal (TERM=xterm-256color), "+
 		"in a fresh HOME/XDG tree, %d times per variant (interleaved, after one warm-up round); the time from exec to the "+
-		"file's text appearing on the terminal. Variants:\n\n", r.nvimBin, 40, 120, runs)
+		"file's text appearing on the terminal. Variants:\n\n", r.shown(r.nvimBin), 40, 120, runs)
 	for _, v := range variants {
 		sec.printf("- **%s**: %s\n", v.name, v.desc)
 	}

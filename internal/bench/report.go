@@ -212,12 +212,20 @@ func (r *runner) shownArgs() []string {
 	return out
 }
 
-// scrub is the last guard on the report: a path under the repository, the
-// run's temporary directory or the home directory that a section's write-up
-// let through is made relative or named by what it is.
+// scrub is the last guard on the report: the Neovim and host binaries, and
+// a path under the repository, the run's temporary directory or the home
+// directory, that a section's write-up let through are made relative or
+// named by what they are.
 func (r *runner) scrub(s string) string {
 	type repl struct{ from, to string }
 	var rs []repl
+	// the binaries first: they may live outside the checkout (a shared
+	// download cache) and be named in a write-up's command line
+	for _, bin := range []string{r.nvimBin, r.hostBin} {
+		if filepath.IsAbs(bin) {
+			rs = append(rs, repl{bin, r.shown(bin)})
+		}
+	}
 	if r.tmp != "" {
 		rs = append(rs, repl{r.tmp, "$TMPDIR/nvim-claude-bench"})
 	}

@@ -36,7 +36,9 @@ func TestReportNamesNoPathOfTheMachine(t *testing.T) {
 		{"shared cache", cache,
 			[]string{"go", "run", "./internal/bench", "-nvim=" + cache, "-host", filepath.Join(root, "bin", "nvim-claude"), "-out", filepath.Join(home, "b.md")}, "plain"},
 		{"Neovim elsewhere", "/opt/neovim/bin/nvim",
-			[]string{"go", "run", "./internal/bench", "-nvim", "/opt/neovim/bin/nvim"}, "plain"},
+			[]string{"go", "run", "./internal/bench", "-nvim", "/opt/neovim/bin/nvim"}, "`/opt/neovim/bin/nvim --headless --startuptime <log>`"},
+		{"Neovim in a shared cache outside the checkout", "/srv/shared/.cache/nvim/0.12/bin/nvim",
+			[]string{"go", "run", "./internal/bench"}, "`/srv/shared/.cache/nvim/0.12/bin/nvim -u <init.lua> -i NONE -n mark.txt`"},
 		{"write-up with paths", cache, []string{"go", "run", "./internal/bench"},
 			"log at " + filepath.Join(tmp, "nvim-1", "nvim-claude.log") + ", config `" + filepath.Join(home, ".config", "nvim") + "`, file " + filepath.Join(root, "lua", "claude", "init.lua")},
 	}

@@ -166,7 +166,7 @@ func runStartup(ctx context.Context, r *runner) (*section, error) {
 		spread: fmt.Sprintf("per-run difference p25–p75 %s, n=%d", fmtRange(offDiffs.quantile(0.25), offDiffs.quantile(0.75)), len(offDiffs)),
 		target: "≤ 0 (zero: off costs nothing more than on; met within 0.05 ms)", verdict: verdict(offVsOn <= 0.05), ref: "—"})
 	sec.printf("`%s --headless --startuptime <log> -u <init.lua> -i NONE -n +qa!` in a fresh HOME/XDG tree, %d times per "+
-		"variant (interleaved, after one warm-up round), for four init files:\n\n", r.nvimBin, runs)
+		"variant (interleaved, after one warm-up round), for four init files:\n\n", r.shown(r.nvimBin), runs)
 	for _, v := range variants {
 		sec.printf("- **%s**: %s\n", v.name, v.desc)
 	}
