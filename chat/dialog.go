@@ -1,7 +1,6 @@
 package chat
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 )
@@ -140,7 +139,5 @@ func (s *Session) settleDialog(requestID string, resp map[string]any) error {
 	if !open {
 		return fmt.Errorf("dialog %s is not open (answered or cancelled)", requestID)
 	}
-	return s.writeLine(context.Background(), map[string]any{"type": "control_response", "response": map[string]any{
-		"subtype": "success", "request_id": requestID, "response": resp,
-	}})
+	return s.respond(requestID, resp)
 }

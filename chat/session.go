@@ -653,6 +653,11 @@ func (s *Session) answer(requestID string, resp map[string]any) error {
 	if !open {
 		return fmt.Errorf("permission request %s is not open (answered or cancelled)", requestID)
 	}
+	return s.respond(requestID, resp)
+}
+
+// respond writes the success answer to one of the CLI's control requests.
+func (s *Session) respond(requestID string, resp map[string]any) error {
 	return s.writeLine(context.Background(), map[string]any{"type": "control_response", "response": map[string]any{
 		"subtype": "success", "request_id": requestID, "response": resp,
 	}})

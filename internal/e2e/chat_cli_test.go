@@ -65,7 +65,16 @@ func startChatSession(t *testing.T, files map[string]string, extra string) *chat
 		}
 	}
 	env := clienv.New(t, api.URL(), project)
-	e := startEditor(t, editorOpts{dir: project, env: env.Map(), extra: fmt.Sprintf(`, terminal_cmd = { %q } %s`, cli, extra)})
+	s := startChatWith(t, project, cli, env.Map(), extra)
+	s.api = api
+	return s
+}
+
+// startChatWith is Neovim with the plugin in project, its chats run by
+// cli with env, and the first chat open.
+func startChatWith(t *testing.T, project, cli string, env map[string]string, extra string) *chatSession {
+	t.Helper()
+	e := startEditor(t, editorOpts{dir: project, env: env, extra: fmt.Sprintf(`, terminal_cmd = { %q } %s`, cli, extra)})
 	var ok bool
 	e.Eval(t, `return vim.fn.has("nvim-0.8") == 1`, &ok)
 	if !ok {
@@ -73,7 +82,7 @@ func startChatSession(t *testing.T, files map[string]string, extra string) *chat
 	}
 	e.Exec(t, captureNotify)
 	e.Exec(t, chatRecorder)
-	s := &chatSession{chatUI: &chatUI{e}, api: api, project: project}
+	s := &chatSession{chatUI: &chatUI{e}, project: project}
 	s.openChat(t, "")
 	killTreeOnCleanup(t, e.hostPID(t))
 	return s

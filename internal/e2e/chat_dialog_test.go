@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,17 +55,8 @@ func TestChatDialogRefusalFallback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := startEditor(t, editorOpts{dir: project, env: map[string]string{"DIALOG_LOG": logFile}, extra: fmt.Sprintf(`, terminal_cmd = { %q }`, fake)})
-	var ok bool
-	e.Eval(t, `return vim.fn.has("nvim-0.8") == 1`, &ok)
-	if !ok {
-		t.Skip("the chat needs Neovim 0.8+")
-	}
-	e.Exec(t, captureNotify)
-	e.Exec(t, chatRecorder)
-	s := &chatSession{chatUI: &chatUI{e}, project: project}
-	id := s.openChat(t, "")
-	killTreeOnCleanup(t, e.hostPID(t))
+	s := startChatWith(t, project, fake, map[string]string{"DIALOG_LOG": logFile}, "")
+	id := "1"
 	hostLines := func() string {
 		b, _ := os.ReadFile(logFile)
 		return string(b)

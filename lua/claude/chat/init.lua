@@ -198,7 +198,7 @@ M.refresh_header = refresh_header
 
 -- Todos -----------------------------------------------------------------------
 
-local TODO_ICON = { pending = "☐ ", in_progress = "◐ ", completed = "☑ " }
+local TASK_ICON = { pending = "☐ ", in_progress = "◐ ", completed = "☑ " }
 
 local function todo_lines(chat)
   local lines, hls = {}, {}
@@ -207,7 +207,7 @@ local function todo_lines(chat)
     if t.status == "in_progress" and t.active_form and t.active_form ~= vim.NIL and t.active_form ~= "" then
       text = t.active_form
     end
-    table.insert(lines, (TODO_ICON[t.status] or "☐ ") .. tostring(text))
+    table.insert(lines, (TASK_ICON[t.status] or "☐ ") .. tostring(text))
     table.insert(hls, t.status == "completed" and "ClaudeChatTodoDone" or t.status == "in_progress" and "ClaudeChatTodoActive" or false)
   end
   return lines, hls
