@@ -84,6 +84,7 @@ func Features(h host.Host, ws *workspace.Workspace, ed Editor) []host.Feature {
 	rev := diff.New(h, ed)
 	sess := sessions.New(h)
 	sel.SetRouter(sessionRouter{h: h, sess: sess})
+	rev.SetSessions(sessionNamer{h: h, sess: sess})
 	tools := edtools.New(h, ed, edtools.Peers{
 		Review: rev,
 		Paths:  ctx,

@@ -1,7 +1,10 @@
 package app
 
 import (
+	"strings"
+
 	"github.com/nvim-claude/nvim-claude/host"
+	"github.com/nvim-claude/nvim-claude/nvimbridge"
 	"github.com/nvim-claude/nvim-claude/sessions"
 )
 
@@ -35,4 +38,38 @@ func (r sessionRouter) Route(path string) ([]string, bool) {
 		}
 	}
 	return ids, true
+}
+
+// sessionNamer tells the diff review which session a diff's owner is: a
+// CLI's client id is the terminal session whose CLI has that client's pid;
+// a chat's owner key ("chat:<id>") is that chat's session.
+type sessionNamer struct {
+	h    host.Host
+	sess *sessions.Sessions
+}
+
+func (n sessionNamer) SessionOf(owner string) (nvimbridge.DiffSession, bool) {
+	var match func(sessions.Session) bool
+	if id, ok := strings.CutPrefix(owner, "chat:"); ok {
+		match = func(x sessions.Session) bool { return x.Mode == sessions.ModeChat && x.ID == "c"+id }
+	} else {
+		pid := 0
+		for _, c := range n.h.Clients() {
+			if c.ID == owner {
+				pid = c.PID
+			}
+		}
+		if pid <= 0 {
+			return nvimbridge.DiffSession{}, false
+		}
+		match = func(x sessions.Session) bool {
+			return x.Mode == sessions.ModeTerminal && x.PID == pid && x.State != sessions.Exited
+		}
+	}
+	for _, x := range n.sess.List() {
+		if match(x) {
+			return nvimbridge.DiffSession{ID: x.ID, Name: x.Name}, true
+		}
+	}
+	return nvimbridge.DiffSession{}, false
 }

@@ -25,6 +25,12 @@ type Editor interface {
 	CloseDiffs(ctx context.Context, ids []string, outcome string) (int, error)
 }
 
+// Sessions tells which Claude session a diff's owner (a CLI's client id,
+// a chat's owner key) is. The sessions feature knows; app wires it.
+type Sessions interface {
+	SessionOf(owner string) (nvimbridge.DiffSession, bool)
+}
+
 // How long Neovim may take to open a diff (a 5 MB proposal is one string
 // and one nvim_buf_set_lines, but the diff itself takes a moment) and to
 // close some.
@@ -75,6 +81,8 @@ type Reviews struct {
 	h   host.Host
 	ed  Editor
 	log *slog.Logger
+	// sessions names a diff's session; nil until SetSessions.
+	sessions Sessions
 
 	mu   sync.Mutex
 	seq  uint64
@@ -84,6 +92,21 @@ type Reviews struct {
 // New makes the diff review feature.
 func New(h host.Host, ed Editor) *Reviews {
 	return &Reviews{h: h, ed: ed, log: h.Logger().With("feature", "diff"), open: map[string]*diffSession{}}
+}
+
+// SetSessions gives the review what tells each diff's session (before the
+// feature starts).
+func (c *Reviews) SetSessions(s Sessions) { c.sessions = s }
+
+// sessionOf is owner's session, or nil when unknown.
+func (c *Reviews) sessionOf(owner string) *nvimbridge.DiffSession {
+	if c.sessions == nil || owner == "" {
+		return nil
+	}
+	if s, ok := c.sessions.SessionOf(owner); ok {
+		return &s
+	}
+	return nil
 }
 
 // Name names the feature.

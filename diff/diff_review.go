@@ -54,6 +54,8 @@ func (p *pendingReview) Wait(ctx context.Context) (verdict.Verdict, error) {
 		OldPath:  r.OldPath,
 		NewPath:  r.NewPath,
 		Contents: r.Contents,
+		Owner:    r.Owner,
+		Session:  c.sessionOf(r.Owner),
 	})
 	cancel()
 	r.Contents = "" // Neovim has it; the wait for the user may be long

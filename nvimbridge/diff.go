@@ -24,6 +24,21 @@ type DiffRequest struct {
 	// (see proposalFile), or, when none can be written, as a string
 	// argument of their own beside the JSON.
 	Contents string `json:"-"`
+	// Owner is who asked: a CLI's client id, or a feature's owner key. A
+	// new diff replaces an open one only of the same owner and name: two
+	// sessions proposing a file of the same name (in two worktrees) each
+	// keep theirs.
+	Owner string `json:"owner,omitempty"`
+	// Session is the Claude session the diff belongs to, when the host
+	// knows it (diff.open_in_new_tab = "session" opens it in that
+	// session's tab page).
+	Session *DiffSession `json:"session,omitempty"`
+}
+
+// DiffSession names the Claude session of a diff.
+type DiffSession struct {
+	ID   string `json:"id"`   // the sessions dashboard's id
+	Name string `json:"name"` // its name, displayable
 }
 
 // DiffView is what OpenDiff put on screen.

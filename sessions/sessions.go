@@ -497,7 +497,8 @@ func shellQuote(s string) string {
 
 // updateParams are what Lua reports of a session.
 type updateParams struct {
-	// ID is the session's; "" for a diff event (the host finds whose).
+	// ID is the session's; "" for a diff event whose session Lua does not
+	// know (the host finds whose).
 	ID string `json:"id"`
 	// Tab names the diff of a diff event.
 	Tab string `json:"tab"`
@@ -511,7 +512,8 @@ type updateParams struct {
 
 func (s *Sessions) handleUpdate(_ context.Context, p updateParams) (any, error) {
 	s.mu.Lock()
-	if p.Event == "diff_opened" || p.Event == "diff_closed" {
+	if (p.Event == "diff_opened" || p.Event == "diff_closed") && p.ID == "" {
+		// (Lua names the session when the host told it whose the diff is)
 		if p.ID = s.diffSessionLocked(p.Event, p.Tab); p.ID == "" {
 			s.mu.Unlock()
 			return nil, nil // no terminal's

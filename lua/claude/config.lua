@@ -80,7 +80,7 @@
 
 ---@class claude.Config.Diff
 ---@field layout? "vertical"|"horizontal"
----@field open_in_new_tab? boolean
+---@field open_in_new_tab? boolean|"session" true: a new tab page per diff; "session": one per Claude session
 ---@field keep_terminal_focus? boolean
 ---@field keymaps? {accept?: string|false, reject?: string|false, accept_hunk?: string|false, reject_hunk?: string|false}
 ---@field hint? boolean a line over the proposal naming the keys that answer it
@@ -534,7 +534,14 @@ local schema = {
   diff = {
     table = {
       layout = { types = { "string" }, check = one_of("vertical", "horizontal") },
-      open_in_new_tab = { types = { "boolean" } },
+      open_in_new_tab = {
+        types = { "boolean", "string" },
+        check = function(v)
+          if type(v) == "string" and v ~= "session" then
+            return 'must be true, false or "session"'
+          end
+        end,
+      },
       keep_terminal_focus = { types = { "boolean" } },
       keymaps = {
         table = {

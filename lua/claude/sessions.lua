@@ -298,36 +298,46 @@ local function on_enter()
   end
 end
 
-local open_tabs = {} -- the terminals' diffs the host was told of
+local open_tabs = {} -- the terminals' diffs the host was told of: key → {tab, session}
+
+-- (a diff is its tab name and, when the host knew it, its session: two
+-- sessions may propose files of one name, in two worktrees)
+local function diff_key(tab, sid)
+  return tab .. "\0" .. (sid or "")
+end
 
 local function diff_event(ev, opened)
-  local tabs = {}
+  local found = {}
   if ev.data and ev.data.tab_name then
-    tabs[1] = ev.data.tab_name
+    local sid = type(ev.data.session) == "table" and ev.data.session.id or nil
+    found[1] = { tab = ev.data.tab_name, session = sid }
   else
     -- Neovim 0.7 passes no data: compare with the pending diffs
     local diff = package.loaded["claude.diff"]
     local pending = {}
     for _, d in ipairs(diff and diff.pending and diff.pending() or {}) do
-      pending[d.tab_name] = true
-      if opened and not open_tabs[d.tab_name] then
-        table.insert(tabs, d.tab_name)
+      local sid = d.session and d.session.id or nil
+      local key = diff_key(d.tab_name, sid)
+      pending[key] = true
+      if opened and not open_tabs[key] then
+        table.insert(found, { tab = d.tab_name, session = sid })
       end
     end
     if not opened then
-      for tab in pairs(open_tabs) do
-        if not pending[tab] then
-          table.insert(tabs, tab)
+      for key, e in pairs(open_tabs) do
+        if not pending[key] then
+          table.insert(found, e)
         end
       end
     end
   end
-  for _, tab in ipairs(tabs) do
+  for _, e in ipairs(found) do
     -- the chat's diffs are its permission prompts, which it reports
-    -- itself; the host knows which terminal's CLI is editing
-    if next(term_bufs) and not tab:find("^%[Claude chat%]") then
-      open_tabs[tab] = opened or nil
-      update("", opened and "diff_opened" or "diff_closed", { tab = tab })
+    -- itself; a terminal's is the session the host named, else the host
+    -- finds which terminal's CLI is editing
+    if next(term_bufs) and not e.tab:find("^%[Claude chat%]") then
+      open_tabs[diff_key(e.tab, e.session)] = opened and e or nil
+      update(e.session or "", opened and "diff_opened" or "diff_closed", { tab = e.tab })
     end
   end
 end

@@ -552,12 +552,16 @@ local function on_diff_opened(ev)
   if looking then
     return
   end
-  util.emit("ClaudeNeedsInput", { tab_name = data.tab_name, file = data.file })
+  util.emit("ClaudeNeedsInput", { tab_name = data.tab_name, file = data.file, session = data.session })
   if config.options.notify.needs_input then
+    -- with several sessions, whose proposal it is
+    local who = type(data.session) == "table" and data.session.name and ("Claude (" .. data.session.name .. ")")
+      or "Claude"
     util.notify(
       string.format(
-        "Claude proposes a change to %s: review the diff (:w accepts, :q rejects)",
-        vim.fn.fnamemodify(data.file or "?", ":~:.")
+        "%s proposes a change to %s: review the diff (:w accepts, :q rejects)",
+        util.display(who, 80),
+        util.display(vim.fn.fnamemodify(data.file or "?", ":~:."), 200)
       ),
       vim.log.levels.WARN
     )

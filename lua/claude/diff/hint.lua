@@ -27,7 +27,7 @@ local M = {}
 
 -- hint_parts is the proposal's bar: the keys (group 1), the hunk counter,
 -- what it is.
-local function hint_parts(o, counter, name)
+local function hint_parts(o, counter, name, session)
   local parts = {
     { forms = { ":w accept" }, prio = { 1 }, group = 1 },
     { forms = { ":q reject" }, prio = { 1 }, group = 1 },
@@ -53,7 +53,16 @@ local function hint_parts(o, counter, name)
     end
     table.insert(parts, { forms = forms, prio = prio, group = 2 })
   end
-  if name then
+  if session then
+    -- several sessions propose at once: whose this is stays longest
+    local who = "Claude (" .. session .. ")"
+    local forms = { who .. "'s proposal" }
+    if name then
+      table.insert(forms, 1, who .. "'s proposal for " .. name)
+    end
+    table.insert(forms, session)
+    table.insert(parts, { forms = forms, prio = name and { 9, 6, 2 } or { 6, 2 }, group = 3 })
+  elseif name then
     table.insert(parts, { forms = { "Claude's proposal for " .. name, "Claude's proposal" }, prio = { 9, 6 }, group = 3 })
   else
     table.insert(parts, { forms = { "Claude's proposal" }, prio = { 6 }, group = 3 })
@@ -152,7 +161,7 @@ local function bar_text(d, win)
   if cached and cached.key == key then
     return cached.text
   end
-  local parts = own and own_bar_parts(d) or hint_parts(o, d.counter, shown_name(d.file, 80))
+  local parts = own and own_bar_parts(d) or hint_parts(o, d.counter, shown_name(d.file, 80), d.session and d.session.name)
   local text = fit(parts, width)
   d.bars[own and "own" or "prop"] = { key = key, text = text }
   return text

@@ -140,7 +140,7 @@ local function close(d, outcome)
   end
   apply_sizes(d, d.sizes)
   if d.shown then
-    util.emit("ClaudeDiffClosed", { tab_name = d.tab_name, file = d.file, outcome = outcome })
+    util.emit("ClaudeDiffClosed", { tab_name = d.tab_name, file = d.file, outcome = outcome, session = d.session })
     if outcome ~= "rejected" then
       -- what the CLI will write; a file is compared in chunks and owned by
       -- the watch from here (the host has read the accepted file already)
@@ -337,6 +337,67 @@ local function watch_proposal(d)
   })
 end
 
+-- session_of is the diff's session as the host named it ({id, name}), or
+-- nil.
+local function session_of(s)
+  if type(s) ~= "table" or type(s.id) ~= "string" or s.id == "" then
+    return nil
+  end
+  return { id = s.id, name = util.display(type(s.name) == "string" and s.name or s.id, 60) }
+end
+
+-- session_tabs are the tab pages made for sessions (diff.open_in_new_tab =
+-- "session"), by session id; t:claude_session and t:claude_session_name
+-- name them for a 'tabline'.
+local session_tabs = {}
+
+-- to_session_tab makes d.session's tab page current (making it the first
+-- time) and reports true, or false when that tab already shows a diff
+-- (Neovim would diff it with this one) or cannot be made.
+local function to_session_tab(d)
+  local s = d.session
+  local tab = session_tabs[s.id]
+  if tab and api.nvim_tabpage_is_valid(tab) then
+    if tab_has_diffs(tab) then
+      return false
+    end
+    api.nvim_set_current_tabpage(tab)
+  else
+    local ok = pcall(vim.cmd, "tabnew")
+    if not ok then
+      return false
+    end
+    tab = api.nvim_get_current_tabpage()
+    session_tabs[s.id] = tab
+    local empty = api.nvim_get_current_buf()
+    api.nvim_win_set_buf(0, d.orig_buf)
+    if empty ~= d.orig_buf and buf_ok(empty) and api.nvim_buf_get_name(empty) == "" and not vim.bo[empty].modified then
+      pcall(api.nvim_buf_delete, empty, { force = true })
+    end
+  end
+  pcall(api.nvim_tabpage_set_var, tab, "claude_session", s.id)
+  pcall(api.nvim_tabpage_set_var, tab, "claude_session_name", s.name)
+  -- the sizes to keep are this tab's
+  d.sizes = {}
+  for _, w in ipairs(api.nvim_tabpage_list_wins(tab)) do
+    if not floating(w) then
+      d.sizes[w] = { api.nvim_win_get_width(w), api.nvim_win_get_height(w) }
+    end
+  end
+  return true
+end
+
+--- The tab page of a Claude session's diffs (diff.open_in_new_tab =
+--- "session"), or nil.
+---@param id string the session's id (require("claude").sessions())
+---@return integer|nil
+function M.session_tab(id)
+  local tab = session_tabs[id]
+  if tab and api.nvim_tabpage_is_valid(tab) then
+    return tab
+  end
+end
+
 -- view is what open answers: what is on screen.
 local function view(d)
   return {
@@ -365,6 +426,7 @@ local function show(d, o)
   util.emit("ClaudeDiffOpened", {
     tab_name = d.tab_name,
     file = d.file,
+    session = d.session,
     proposal_bufnr = d.prop_buf,
     original_bufnr = d.orig_buf,
   })
@@ -418,7 +480,9 @@ function M.open(args)
   ensure_augroup()
   for _, id in ipairs(vim.deepcopy(order)) do
     local old = diffs[id]
-    if old and (old.id == args.id or old.tab_name == args.tab_name) then
+    -- (the same name from another session, e.g. the same file in another
+    -- worktree, is that session's own diff)
+    if old and (old.id == args.id or (old.tab_name == args.tab_name and old.owner == args.owner)) then
       close(old, "closed") -- superseded (the host answered it)
     end
   end
@@ -427,6 +491,8 @@ function M.open(args)
   local d = {
     id = args.id,
     tab_name = args.tab_name,
+    owner = args.owner,
+    session = session_of(args.session),
     file = file,
     old_file = full_path(args.old_path ~= nil and args.old_path ~= "" and args.old_path or file),
     contents = args.contents or "",
@@ -457,7 +523,12 @@ function M.open(args)
     pcall(close, d, "closed")
     error(err, 0)
   end
-  local new_tab = o.open_in_new_tab or tab_has_diffs(0)
+  local new_tab = o.open_in_new_tab == true or tab_has_diffs(0)
+  if o.open_in_new_tab == "session" and d.session then
+    -- the session's own tab page (made and named the first time); one
+    -- already showing a diff gets a new tab of its own, as below
+    new_tab = not to_session_tab(d)
+  end
   ok, err = pcall(place, d, o, new_tab)
   if not ok and not new_tab then
     -- no room here (E36): a tab of its own
@@ -567,7 +638,8 @@ function M.reject()
 end
 
 --- The diffs waiting for a decision, oldest first:
---- {{tab_name, file, proposal_bufnr, original_bufnr, modified}, …}.
+--- {{tab_name, file, proposal_bufnr, original_bufnr, modified, session?}, …}
+--- (session: {id, name} of the Claude session that proposed it, when known).
 function M.pending()
   local out = {}
   for _, id in ipairs(order) do
@@ -581,6 +653,7 @@ function M.pending()
         proposal_bufnr = d.prop_buf,
         original_bufnr = d.orig_buf,
         modified = d.modified,
+        session = d.session and vim.deepcopy(d.session) or nil,
         all_rejected = hunks.all_rejected(d), -- accepting it would mean "no"
       })
     end

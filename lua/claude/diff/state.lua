@@ -23,7 +23,8 @@ local function options()
   end
   return {
     layout = o.layout == "horizontal" and "horizontal" or "vertical",
-    open_in_new_tab = o.open_in_new_tab == true,
+    -- true, false, or "session": a tab page per Claude session
+    open_in_new_tab = (o.open_in_new_tab == "session" and "session") or o.open_in_new_tab == true,
     keep_terminal_focus = o.keep_terminal_focus == true,
     accept = key(keys.accept, "<leader>ca"),
     reject = key(keys.reject, "<leader>cr"),
