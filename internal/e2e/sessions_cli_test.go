@@ -111,7 +111,7 @@ func TestCLISessionStates(t *testing.T) {
 			t.Fatalf("the user's own UserPromptSubmit hook did not run: %v", err)
 		}
 	}
-	var dash []struct{ ID, State, Mode string }
+	var dash []struct{ ID, State, Mode, Name string }
 	s.Eval(t, `return require("claude").sessions()`, &dash)
 	if len(dash) != want || dash[0].ID != "t1" || dash[0].State != "needs input" || dash[1].ID != "t2" || dash[1].State != "idle" ||
 		(hasData && (dash[2].ID != "c1" || dash[2].Mode != "chat" || dash[2].State == "needs input")) {
@@ -119,7 +119,8 @@ func TestCLISessionStates(t *testing.T) {
 	}
 	var line string
 	s.Eval(t, `return require("claude").sessions_statusline()`, &line)
-	if line != "✻ 1 needs you" {
+	if line != "✻ "+dash[0].Name+" needs you" { // the one that needs you, by name
+
 		t.Fatalf("statusline %q", line)
 	}
 

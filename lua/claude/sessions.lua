@@ -59,24 +59,37 @@ function M.list()
   return vim.deepcopy(refresh())
 end
 
---- "✻ 2 working · 1 needs you" (cached state only: cheap for every redraw);
---- "" when no session works or waits.
+--- "✻ 2 working · api needs you" (cached state only: cheap for every
+--- redraw); "" when no session works or waits. The sessions that need you
+--- or are done are named (up to two, then counted): with several at once,
+--- which one to look at.
 function M.statusline()
   local n = { working = 0, ["needs input"] = 0, done = 0 }
+  local names = { ["needs input"] = {}, done = {} }
   for _, s in ipairs(cache) do
     if n[s.state] then
       n[s.state] = n[s.state] + 1
+      if names[s.state] then
+        table.insert(names[s.state], util.display(s.name or "?", 20))
+      end
     end
+  end
+  local function who(state, one, many)
+    local l = names[state]
+    if #l > 0 and #l <= 2 then
+      return table.concat(l, ", ") .. " " .. (#l == 1 and one or many)
+    end
+    return n[state] .. " " .. one
   end
   local parts = {}
   if n.working > 0 then
     table.insert(parts, n.working .. " working")
   end
   if n["needs input"] > 0 then
-    table.insert(parts, n["needs input"] .. " needs you")
+    table.insert(parts, who("needs input", "needs you", "need you"))
   end
   if n.done > 0 then
-    table.insert(parts, n.done .. " done")
+    table.insert(parts, who("done", "done", "done"))
   end
   if #parts == 0 then
     return ""
