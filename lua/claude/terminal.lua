@@ -5,6 +5,9 @@ local util = require("claude.util")
 local M = {}
 
 local term = { bufnr = nil, job_id = nil, pid = nil, snacks = nil }
+-- the terminals running in the background, oldest first (Several
+-- terminals, below)
+local others = {}
 local warned_snacks = false
 
 local loopback = { "localhost", "127.0.0.1", "::1" }
@@ -151,6 +154,67 @@ local function open_window(buf)
   return win
 end
 
+-- The fewest rows (columns, for a terminal at the top or bottom) a
+-- terminal keeps when another is stacked beside it.
+local MIN_STACKED = 8
+
+-- terminal_windows are the split windows of this tab that show one of our
+-- terminals other than the current one, the oldest terminal first.
+local function terminal_windows()
+  local out = {}
+  for _, t in ipairs(others) do
+    if t.bufnr and t.bufnr ~= term.bufnr then
+      for _, w in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+        if vim.api.nvim_win_get_buf(w) == t.bufnr and vim.api.nvim_win_get_config(w).relative == "" then
+          table.insert(out, w)
+        end
+      end
+    end
+  end
+  return out
+end
+
+-- window_beside shows buf where the other terminals are, and returns that
+-- window (then the current one) and, when it was another terminal's, that
+-- terminal's buffer; nil when none shows here. Stacked in
+-- their column (their row, for a terminal at the top or bottom), so that
+-- a third session does not squeeze the first to nothing; when there is no
+-- room for one more, in the window of the oldest shown (Neovim 0.8+ keeps
+-- redrawing a terminal it does not show; 0.7 does not, so there it
+-- stacks).
+local function window_beside(buf)
+  local opts = config.options.terminal
+  if opts.layout == "float" then
+    return nil
+  end
+  local wins = terminal_windows()
+  if #wins == 0 then
+    return nil
+  end
+  local vertical = opts.split_side == "right" or opts.split_side == "left"
+  local last = wins[#wins]
+  local size = vertical and vim.api.nvim_win_get_height(last) or vim.api.nvim_win_get_width(last)
+  if size >= 2 * MIN_STACKED + 1 or vim.fn.has("nvim-0.8") == 0 then
+    vim.api.nvim_set_current_win(last)
+    local keep = vertical and vim.api.nvim_win_get_width(last) or vim.api.nvim_win_get_height(last)
+    local ok = pcall(vim.cmd, vertical and "belowright split" or "belowright vsplit")
+    if ok then
+      local win = vim.api.nvim_get_current_win()
+      if vertical then
+        pcall(vim.api.nvim_win_set_width, win, keep)
+      else
+        pcall(vim.api.nvim_win_set_height, win, keep)
+      end
+      vim.api.nvim_win_set_buf(win, buf)
+      return win
+    end
+  end
+  local was = vim.api.nvim_win_get_buf(wins[1])
+  vim.api.nvim_set_current_win(wins[1])
+  vim.api.nvim_win_set_buf(wins[1], buf)
+  return wins[1], was
+end
+
 local function show(focus)
   if term.snacks then
     term.snacks:show()
@@ -163,7 +227,7 @@ local function show(focus)
   local win = window()
   if not win then
     local prev = vim.api.nvim_get_current_win()
-    win = open_window(term.bufnr)
+    win = window_beside(term.bufnr) or open_window(term.bufnr)
     vim.wo[win].number = false
     vim.wo[win].relativenumber = false
     vim.wo[win].signcolumn = "no"
@@ -386,7 +450,8 @@ function M.open(port, args, focus, cwd)
   end
   local prev = vim.api.nvim_get_current_win()
   local buf = vim.api.nvim_create_buf(false, false)
-  local win = open_window(buf)
+  local win, was = window_beside(buf)
+  win = win or open_window(buf)
   local cmd = M.cmd(args)
   local opts = {
     cwd = cwd,
@@ -406,7 +471,11 @@ function M.open(port, args, focus, cwd)
   end
   if not ok or job <= 0 then
     require("claude.sessions").terminal_failed()
-    pcall(vim.api.nvim_win_close, win, true)
+    if was then
+      pcall(vim.api.nvim_win_set_buf, win, was) -- the terminal it replaced comes back
+    else
+      pcall(vim.api.nvim_win_close, win, true)
+    end
     pcall(vim.api.nvim_buf_delete, buf, { force = true })
     local why = not ok and tostring(job) or (job == -1 and (cmd[1] .. " is not executable") or "invalid arguments")
     util.notify(
@@ -582,8 +651,6 @@ end
 -- The terminal the commands act on (:ClaudeToggle, :ClaudeSend…) is `term`;
 -- :ClaudeStartNew moves it to `others`, where its CLI runs on, and starts
 -- another. :ClaudeSessions makes one current again (switch).
-
-local others = {}
 
 local function job_alive(t)
   return t.bufnr and vim.api.nvim_buf_is_valid(t.bufnr) and t.job_id and vim.fn.jobwait({ t.job_id }, 0)[1] == -1
