@@ -271,6 +271,9 @@ func runCursor(ctx context.Context, r *runner) (*section, error) {
 	sec.printf("\nPlugin overhead: %+.1f µs of Neovim CPU per key (median difference ÷ %d), over Neovim's own %.1f µs per key. "+
 		"The host process's own CPU is shown for information: it is not Neovim's, and runs on the other core.\n\n",
 		perMove, nKeys, cpuB.median()*1000/float64(nKeys))
+	if err := eightSessions(ctx, r, sec, ep, lock, c, keys, runs); err != nil {
+		return sec, err
+	}
 	// Where the overhead comes from: motions alone, and Visual selections
 	// alone (each entered, grown by two lines and ended).
 	normalOnly := make([]string, 0, 5000)
