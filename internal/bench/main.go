@@ -321,5 +321,6 @@ func scenarios() []scenario {
 		{"23", "23: chat: host memory with 5 chats streaming", runChatMem},
 		{"24", "24: dictation: stop → text", runDictation},
 		{"25", "25: sessions hooks: cost per tool call", runHooks},
+		{"26", "26: review queue while a transcript grows", runTranscript},
 	}
 }
