@@ -110,7 +110,18 @@ type Config struct {
 	// OnDisconnect is called once a connection and all its requests have
 	// ended.
 	OnDisconnect func(ClientInfo)
+
+	// HTTP, when set, serves the plain POST requests whose path starts
+	// with HTTPPrefix: the CLI's HTTP hooks, which reach the IDE server's
+	// own port (forwarded wherever the CLI runs). The loopback peer,
+	// Origin and Host checks apply as to the IDE connection; the IDE's
+	// auth token does not (the CLI sends none): HTTP checks its own. Its
+	// request's context ends when the server closes.
+	HTTP http.Handler
 }
+
+// HTTPPrefix is the path of every request Config.HTTP serves.
+const HTTPPrefix = "/hook/"
 
 // ClientInfo describes a client connection.
 type ClientInfo struct {
@@ -528,6 +539,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.wg.Done()
+	if s.cfg.HTTP != nil && strings.HasPrefix(r.URL.Path, HTTPPrefix) {
+		s.serveHook(w, r)
+		return
+	}
 	if status, why := s.checkHandshake(r); status != 0 {
 		s.log.Warn("refused connection", "status", status, "reason", why, "remote", r.RemoteAddr)
 		if status == http.StatusMethodNotAllowed {
@@ -595,6 +610,33 @@ func (s *Server) checkHandshake(r *http.Request) (status int, why string) {
 		return http.StatusBadRequest, "not a WebSocket upgrade"
 	}
 	return 0, ""
+}
+
+// serveHook passes a request under HTTPPrefix to Config.HTTP once it
+// passes the checks every request here does (not the token, see HTTP).
+func (s *Server) serveHook(w http.ResponseWriter, r *http.Request) {
+	status, why := 0, ""
+	switch {
+	case !loopbackPeer(r.RemoteAddr):
+		status, why = http.StatusForbidden, "peer address is not loopback"
+	case r.Header["Origin"] != nil:
+		status, why = http.StatusForbidden, "Origin header present (browser request)"
+	case !s.allowedHost(r.Host):
+		status, why = http.StatusForbidden, "unexpected Host header"
+	case r.Method != http.MethodPost:
+		w.Header().Set("Allow", http.MethodPost)
+		status, why = http.StatusMethodNotAllowed, "method is not POST"
+	}
+	if status != 0 {
+		s.log.Warn("refused hook request", "status", status, "reason", why, "remote", r.RemoteAddr)
+		http.Error(w, http.StatusText(status), status)
+		return
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stop := context.AfterFunc(s.ctx, cancel)
+	defer stop()
+	s.cfg.HTTP.ServeHTTP(w, r.WithContext(ctx))
 }
 
 // loopbackPeer reports whether a connection comes from a loopback address.
