@@ -129,6 +129,15 @@ function M.create()
   cmd("ClaudeSessions", function()
     require("claude.sessions").open()
   end, { nargs = 0, desc = "List every Claude session (terminal and chats) with its state" })
+  cmd("ClaudeWorktree", function(o)
+    require("claude.worktree").command(o.fargs)
+  end, {
+    nargs = "+",
+    complete = function(lead, line)
+      return require("claude.worktree").complete(lead, line)
+    end,
+    desc = "Finish a session's worktree (review its branch, then bring it in) or discard it",
+  })
   cmd("ClaudeStartNew", function(o)
     require("claude.sessions").start_new(o.fargs)
   end, { nargs = "*", desc = "Start another Claude terminal; the running one goes on in the background" })
