@@ -203,8 +203,7 @@ vim.cmd("normal " .. k)`)
 	}
 	s.Exec(t, `vim.cmd("ClaudeWorktree finish cf")`)
 	waitNote(t, s, "the main tree has uncommitted changes", "the refusal")
-	var notes []note
-	notes = s.notes(t)
+	notes := s.notes(t)
 	if last := notes[len(notes)-1].Msg; !strings.Contains(last, "a.txt") || !strings.Contains(last, "Nothing brought in") {
 		t.Fatalf("the refusal does not name the file: %q", last)
 	}
