@@ -2,11 +2,13 @@ package review
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // gitRepo makes a repository in a temporary directory (a throwaway
@@ -154,5 +156,48 @@ func TestSplitNames(t *testing.T) {
 		if strings.Join(got, "|") != strings.Join(c.want, "|") {
 			t.Errorf("%q: %q, want %q", c.in, got, c.want)
 		}
+	}
+}
+
+// A session in one of the project's worktrees files its transcript under
+// the worktree's own project directory: the queue reads it too, and the
+// item carries the session's directory (Lua names the worktree from it).
+func TestQueueReadsWorktreeSessions(t *testing.T) {
+	cfg := t.TempDir()
+	proj, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt := filepath.Join(proj, ".claude", "worktrees", "feat")
+	a := filepath.Join(wt, "a.txt")
+	writeFile(t, a, "new\n")
+	dir := filepath.Join(cfg, "projects", projectDirName(wt))
+	if !strings.HasPrefix(filepath.Base(dir), worktreeDirPrefix(proj)) {
+		t.Fatalf("%s does not begin with %s", filepath.Base(dir), worktreeDirPrefix(proj))
+	}
+	q := newTestQueue(t)
+	testWorkspace(q).SetCwd(proj)
+	q.setOptions(reviewOptions(t, Options{ConfigDir: cfg, Cwd: proj}))
+	stamp := func(line string) string {
+		var m map[string]any
+		_ = json.Unmarshal([]byte(withCwd(line, wt)), &m)
+		m["timestamp"] = time.Now().UTC().Format(time.RFC3339Nano)
+		b, _ := json.Marshal(m)
+		return string(b)
+	}
+	writeFile(t, filepath.Join(dir, "w1.jsonl"), stamp(promptLine("W1", "p1"))+"\n"+stamp(editLine("W1", "p1", a, "old\n", "old", "new"))+"\n")
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got := list(t, q, "turn")
+		if it, ok := got["a.txt@W1"]; ok {
+			if it.Dir != wt {
+				t.Fatalf("the item's dir is %q, want the worktree %q", it.Dir, wt)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the worktree session's edit is not listed: %+v", got)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
