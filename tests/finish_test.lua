@@ -193,6 +193,71 @@ return {
       vim.fn.delete(dir, "rf")
     end
   end,
+  -- The two steps of finish: uncommitted work is named and, only on
+  -- "Commit", committed; the branch's review is asked of the host with the
+  -- merge base and the tip (the notice says when the main tree is on
+  -- another branch than the worktree's origin); the second run brings in
+  -- what is kept and removes after the question.
+  finish_two_steps = function()
+    config.apply({ worktree = { finish = "squash" } })
+    local dir, git = repo(base_text)
+    local w
+    wt.create("two", function(x)
+      w = x
+    end, dir)
+    vim.wait(10000, function()
+      return w ~= nil
+    end, 20)
+    assert(w, "no worktree")
+    assert(w.from, "made from a branch")
+    vim.fn.writefile(vim.split(base_text:gsub("two", "TWO"):gsub("eight", "EIGHT"), "\n"), w.path .. "/a.txt")
+    git("checkout", "-q", "-b", "other")
+    local server, review = require("claude.server"), require("claude.review")
+    local orig_async, orig_show = server.request_async, review.show_branch
+    local asked_host, shown = {}, nil
+    server.request_async = function(method, params, cb)
+      table.insert(asked_host, { method = method, params = params })
+      if method == "review_branch" then
+        return cb({ scope = "branch", items = { { path = params.dir .. "/a.txt", session = "branch", status = "modified" } } })
+      end
+      cb({})
+    end
+    review.show_branch = function(res)
+      shown = res
+    end
+    local ok, err = pcall(function()
+      -- Cancel: nothing committed, the change named.
+      local res, notes = quiet("Cancel", function(done)
+        wt.finish(w.path, done)
+      end)
+      t.eq("uncommitted", res.refused, "cancelled")
+      assert(notes:find("a.txt", 1, true), notes)
+      t.eq(0, #asked_host, "no review without the commit")
+      -- Commit: the review opens.
+      local res2, notes2, asked = quiet("Commit", function(done)
+        wt.finish(w.path, done)
+      end)
+      t.eq(true, res2.reviewing, "reviewing (" .. notes2 .. ")")
+      assert(asked[1]:find("1 uncommitted change", 1, true) and asked[1]:find("a.txt", 1, true), asked[1])
+      local tip = vim.trim(vim.fn.system({ "git", "-C", w.path, "rev-parse", "HEAD" }))
+      t.eq({ dir = w.path, base = w.base, tip = tip, label = "branch worktree-two" }, asked_host[1].params, "the review asked of the host")
+      assert(shown and shown.scope == "branch", "the panel shows the branch review")
+      assert(notes2:find("is on other now, not on " .. w.from, 1, true), notes2)
+      t.eq(true, wt.reviewing(w.path), "a review waits")
+      -- gr + :w on EIGHT, then the second run: exactly the kept hunk.
+      drop_eight(w)
+      local res3, notes3 = quiet("Remove", function(done)
+        wt.finish(w.path, done)
+      end)
+      t.eq(true, res3.brought_in, "brought in (" .. notes3 .. ")")
+      t.eq(true, res3.removed, "removed")
+      t.eq(kept, read(dir .. "/a.txt"), "the main tree's file")
+      t.eq(false, wt.reviewing(w.path), "the review is over")
+    end)
+    server.request_async, review.show_branch = orig_async, orig_show
+    vim.fn.delete(dir, "rf")
+    assert(ok, err)
+  end,
   -- A file the review did not show, changed in the worktree: refused by
   -- name; nothing committed on the branch, nothing brought in.
   unreviewed_change_refused = function()

@@ -14,7 +14,7 @@ local util = require("claude.util")
 
 local M = {}
 
-local made = {} -- path → { name, branch, path, root, base }
+local made = {} -- path → { name, branch, path, root, base, from }
 
 local function opts()
   return config.options.worktree or {}
@@ -193,7 +193,7 @@ function M.create(name, done, cwd)
     )
     return
   end
-  run({ "rev-parse", "--show-toplevel", "HEAD" }, cwd, function(code, out, err)
+  run({ "rev-parse", "--show-toplevel", "HEAD", "--abbrev-ref", "HEAD" }, cwd, function(code, out, err)
     if code ~= 0 or #out < 2 then
       if err:find("not a git repository", 1, true) or code ~= 0 and #out == 0 then
         fail(
@@ -207,6 +207,9 @@ function M.create(name, done, cwd)
       return
     end
     local root, base = out[1], out[2]
+    -- the branch it is made from (nil: a detached HEAD); finishing says
+    -- so when the main tree is on another one by then
+    local from = out[3] ~= "HEAD" and out[3] or nil
     local path, branch = M.path_of(root, name), M.branch_of(name)
     if vim.loop.fs_stat(path) then
       fail("worktree " .. util.display(path, 160) .. " already exists; choose another name. Nothing started")
@@ -223,7 +226,7 @@ function M.create(name, done, cwd)
         )
         return
       end
-      local w = { name = name, branch = branch, path = path, root = root, base = base }
+      local w = { name = name, branch = branch, path = path, root = root, base = base, from = from }
       made[path] = w
       local diag = package.loaded["claude.diagnostics"]
       if diag and diag.refresh_folders then
@@ -303,6 +306,7 @@ function M.discard(path, done, before)
             return done(false)
           end
           made[w.path] = nil
+          M._forget_review(w.path)
           if not branch then
             return done(true)
           end
@@ -605,7 +609,9 @@ end
 
 -- review_branch opens the branch's review in the queue's panel.
 local function review_branch(w, branch, done)
-  rev(w.root, "HEAD", function(main)
+  run({ "rev-parse", "HEAD", "--abbrev-ref", "HEAD" }, w.root, function(mc, mout)
+    local main = mc == 0 and mout[1] or nil
+    local main_branch = mc == 0 and mout[2] or nil
     rev(w.path, "HEAD", function(tip)
       if not (main and tip) then
         fail("cannot read the commits of " .. util.display(w.name, 64) .. " and the main tree; nothing done")
@@ -636,15 +642,29 @@ local function review_branch(w, branch, done)
                 files[p:sub(#w.path + 2)] = true
               end
             end
+            -- One branch review at a time, as the queue keeps one.
+            for k in pairs(reviewing) do
+              reviewing[k] = nil
+            end
             reviewing[w.path] = { base = base, tip = tip, branch = branch, files = files }
             require("claude.review").show_branch(res)
+            local into = ""
+            if w.from and main_branch and main_branch ~= w.from then
+              into = string.format(
+                " The main tree is on %s now, not on %s, which the worktree was made from: it would come into %s.",
+                util.display(main_branch, 80),
+                util.display(w.from, 80),
+                util.display(main_branch, 80)
+              )
+            end
             util.notify(
               "nvim-claude: reviewing the branch of worktree "
                 .. util.display(w.name, 64)
                 .. " against where it left the main tree. <CR> opens a file's diff; gr drops the hunk under the cursor, gR the file (:w keeps a drop); "
                 .. ":ClaudeWorktree finish (F in :ClaudeSessions) again brings in what is kept ("
                 .. strategy()
-                .. ")"
+                .. ")."
+                .. into
             )
             done({ reviewing = true })
           end
@@ -736,6 +756,15 @@ local function bring_in(w, rec, strat, done)
 end
 
 M._bring_in = bring_in
+
+--- Forgets the branch review of the worktree at path, if one is open (it
+--- was discarded or removed).
+function M._forget_review(path)
+  if reviewing[path] then
+    reviewing[path] = nil
+    require("claude.review").end_branch()
+  end
+end
 M._reviewing = reviewing
 
 --- Finishes the worktree that holds path: the first call reviews its
