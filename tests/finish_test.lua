@@ -258,6 +258,48 @@ return {
     vim.fn.delete(dir, "rf")
     assert(ok, err)
   end,
+  -- git refusing — before it starts (an untracked file of the main tree
+  -- in the way) or after (a hook refusing the commit) — leaves the main
+  -- tree as it was, says so, and offers no removal.
+  refusals_leave_the_main_tree_as_it_was = function()
+    local cases = {
+      { strat = "squash", hook = "pre-commit" },
+      { strat = "merge", hook = "pre-merge-commit" },
+      { strat = "squash", untracked = true },
+      { strat = "merge", untracked = true },
+      { strat = "cherry-pick", untracked = true },
+    }
+    for _, c in ipairs(cases) do
+      local what = c.strat .. (c.hook and (" + " .. c.hook) or " + untracked")
+      local dir, git, w, rec, wgit = branch(c.strat)
+      if c.untracked then
+        vim.fn.writefile({ "theirs" }, w.path .. "/new.txt")
+        wgit("add", "new.txt")
+        wgit("commit", "-q", "-m", "new")
+        rec.tip = wgit("rev-parse", "HEAD")
+        rec.files["new.txt"] = true
+        vim.fn.writefile({ "mine" }, dir .. "/new.txt")
+      else
+        local hook = dir .. "/.git/hooks/" .. c.hook
+        vim.fn.writefile({ "#!/bin/sh", "echo refused by the hook >&2", "exit 1" }, hook)
+        vim.fn.setfperm(hook, "rwxr-xr-x")
+      end
+      local head = git("rev-parse", "HEAD")
+      local res, notes, asked = quiet("Remove", function(done)
+        wt._bring_in(w, rec, c.strat, done)
+      end)
+      t.eq(nil, res.brought_in, what .. ": not brought in")
+      assert(notes:find("the main tree is as it was", 1, true), what .. ": " .. notes)
+      t.eq(head, git("rev-parse", "HEAD"), what .. ": HEAD")
+      t.eq("", git("status", "--porcelain", "--untracked-files=no"), what .. ": tracked files")
+      t.eq(base_text, read(dir .. "/a.txt"), what .. ": a.txt")
+      if c.untracked then
+        t.eq("mine", read(dir .. "/new.txt"), what .. ": the untracked file")
+      end
+      t.eq(0, #asked, what .. ": no question")
+      vim.fn.delete(dir, "rf")
+    end
+  end,
   -- A file the review did not show, changed in the worktree: refused by
   -- name; nothing committed on the branch, nothing brought in.
   unreviewed_change_refused = function()

@@ -551,11 +551,33 @@ local function reload(root)
   end
 end
 
+-- rev: the commit id of r in dir, to cb (nil when git cannot say).
+local function rev(dir, r, cb)
+  run({ "rev-parse", "--verify", "-q", r .. "^{commit}" }, dir, function(code, out)
+    cb(code == 0 and out[1] or nil)
+  end)
+end
+
+--- The command that takes back what a strategy began when its step i
+--- failed without a conflict (nil: nothing can have begun).
+function M.undo_of(strat, i)
+  if strat == "cherry-pick" then
+    return { "cherry-pick", "--abort" }
+  elseif strat == "merge" then
+    return { "merge", "--abort" } -- (a hook refusing the merge commit)
+  elseif i > 1 then
+    return { "reset", "-q", "--merge" } -- the squash's commit failed
+  end
+end
+
 -- apply runs the plan's commands in the main tree one after another;
--- on a failure it tells a conflict (markers, quickfix) from a refusal
--- (git changed nothing, or what it began is taken back).
+-- on a failure it tells a conflict (markers, quickfix) from a refusal.
+-- A refusal takes back what git began and says whether the main tree is
+-- as it was (its HEAD and its tracked files): nothing is half-applied,
+-- and if git could not take it back, the notice says so.
 local function apply(w, strat, plan, done)
   local i = 0
+  local before
   local function step()
     i = i + 1
     if i > #plan then
@@ -572,38 +594,34 @@ local function apply(w, strat, plan, done)
           conflicted(w, strat, unmerged)
           return done(false, "conflict")
         end
-        -- No conflict: git refused before it changed anything, or a later
-        -- step failed (the squash's commit, a cherry-pick): what it began
-        -- is taken back, so that nothing is half-applied.
-        local undo
-        if strat == "cherry-pick" then
-          undo = { "cherry-pick", "--abort" }
-        elseif i > 1 then
-          undo = { "reset", "-q", "--merge" }
-        end
         local msg = "bringing in worktree "
           .. util.display(w.name, 64)
           .. " failed: "
           .. util.display(err ~= "" and err or ("git exit " .. code), 400)
-        if not undo then
-          fail(msg .. "; the main tree is unchanged")
-          return done(false, "refused")
+        local function settle()
+          rev(w.root, "HEAD", function(now)
+            run({ "-c", "core.quotepath=off", "status", "--porcelain", "--untracked-files=no" }, w.root, function(_, st)
+              reload(w.root)
+              if now == before and #st == 0 then
+                fail(msg .. "; the main tree is as it was")
+              else
+                fail(msg .. "; the main tree is not as it was, see git status:\n" .. names(M.status_paths(st)))
+              end
+              done(false, "refused")
+            end)
+          end)
         end
-        run(undo, w.root, function()
-          reload(w.root)
-          fail(msg .. "; what it began is taken back (" .. table.concat(undo, " ") .. ")")
-          done(false, "refused")
-        end)
+        local undo = M.undo_of(strat, i)
+        if not undo then
+          return settle()
+        end
+        run(undo, w.root, settle)
       end)
     end)
   end
-  step()
-end
-
--- head: the commit id of rev in dir, to cb (nil when git cannot say).
-local function rev(dir, r, cb)
-  run({ "rev-parse", "--verify", "-q", r .. "^{commit}" }, dir, function(code, out)
-    cb(code == 0 and out[1] or nil)
+  rev(w.root, "HEAD", function(h)
+    before = h
+    step()
   end)
 end
 
@@ -687,7 +705,7 @@ local function bring_in(w, rec, strat, done)
       fail("git has no identity to commit with: " .. util.display(iderr, 300) .. "; nothing brought in")
       return done({})
     end
-    run({ "status", "--porcelain", "--untracked-files=no" }, w.root, function(c1, dirty, e1)
+    run({ "-c", "core.quotepath=off", "status", "--porcelain", "--untracked-files=no" }, w.root, function(c1, dirty, e1)
       if c1 ~= 0 then
         fail("git status in the main tree failed: " .. util.display(e1, 300) .. "; nothing brought in")
         return done({})
@@ -702,7 +720,7 @@ local function bring_in(w, rec, strat, done)
           fail("the branch of worktree " .. util.display(w.name, 64) .. " has new commits since its review: review it again (:ClaudeWorktree finish). Nothing brought in")
           return done({})
         end
-        run({ "status", "--porcelain", "--untracked-files=all" }, w.path, function(c2, changes, e2)
+        run({ "-c", "core.quotepath=off", "status", "--porcelain", "--untracked-files=all" }, w.path, function(c2, changes, e2)
           if c2 ~= 0 then
             fail("git status in the worktree failed: " .. util.display(e2, 300) .. "; nothing brought in")
             return done({})
@@ -798,7 +816,7 @@ function M.finish(path, done)
     if rec then
       return bring_in(w, rec, strat, done)
     end
-    run({ "status", "--porcelain", "--untracked-files=all" }, w.path, function(code, changes, err)
+    run({ "-c", "core.quotepath=off", "status", "--porcelain", "--untracked-files=all" }, w.path, function(code, changes, err)
       if code ~= 0 then
         fail("git status in " .. util.display(w.path, 160) .. " failed: " .. util.display(err, 300) .. "; nothing finished")
         return done({})
