@@ -165,9 +165,9 @@ function M.create()
   end, {
     nargs = "?",
     complete = function()
-      return { "session" }
+      return { "session", "branch" }
     end,
-    desc = "List the files Claude changed in the current turn (or the session) to review",
+    desc = "List the files Claude changed in the current turn (or the session, or a worktree's branch) to review",
   })
 
   vim.api.nvim_create_user_command("Claude", function(o)

@@ -179,7 +179,7 @@ local function scope_words(scope)
   if scope == "session" then
     return "session"
   elseif scope == "branch" then
-    return "worktree's branch (everything is dropped, or it is brought in)"
+    return "worktree's branch (none is under review, or all of it is dropped)"
   end
   return "current turn"
 end

@@ -470,11 +470,6 @@ local function modified_under(dir)
   return out
 end
 
--- The worktree's label for the review queue and messages.
-local function label_of(w, branch)
-  return "wt:" .. w.name .. (branch and (" " .. branch) or "")
-end
-
 -- After a bring-in: the question whether to remove worktree and branch.
 local function offer_removal(w, branch, done)
   local prompt = string.format(
@@ -517,12 +512,16 @@ local function conflicted(w, strat, files)
   local label = "worktree " .. w.name
   for _, rel in ipairs(files) do
     local abs = w.root .. "/" .. rel
+    local readable = vim.fn.filereadable(abs) == 1
     local ok, lines = pcall(vim.fn.readfile, abs)
-    vim.list_extend(items, M.conflict_items(abs, ok and lines or {}, label))
-    local b = vim.fn.bufadd(abs)
-    pcall(vim.fn.bufload, b)
-    if not vim.bo[b].modified then
-      util.checktime(b)
+    vim.list_extend(items, M.conflict_items(abs, (readable and ok) and lines or {}, label))
+    if readable then
+      -- its buffer shows the markers (a file deleted on one side has none)
+      local b = vim.fn.bufadd(abs)
+      pcall(vim.fn.bufload, b)
+      if not vim.bo[b].modified then
+        util.checktime(b)
+      end
     end
   end
   vim.fn.setqflist({}, " ", { title = "Claude worktree " .. util.display(w.name, 64) .. ": conflicts", items = items })
