@@ -104,6 +104,20 @@ func TestBranchReview(t *testing.T) {
 		t.Fatalf("after the drop: %q", after)
 	}
 
+	// gR on the file the branch deleted drops the deletion: the base's
+	// text is back (only in the branch scope, and only to be written).
+	gone := filepath.Join(dir, "gone.txt")
+	rf, err := q.handleRevertFile(context.Background(), revertRef{ref: ref{Scope: scopeBranch, Session: scopeBranch, Path: gone}, Lines: []string{""}, Write: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(gone); string(b) != "bye\n" || !rf.(RevertFile).Written || len(rf.(RevertFile).Edits) != 1 {
+		t.Fatalf("gone.txt after gR: %q, %+v", b, rf)
+	}
+	if _, err := q.handleRevertFile(context.Background(), revertRef{ref: ref{Scope: scopeBranch, Session: scopeBranch, Path: gone}, Lines: []string{"bye"}, Write: true}); err == nil {
+		t.Fatal("a second gR reverted again")
+	}
+
 	// The other scopes do not see the branch; its end forgets it.
 	if l := q.list(scopeTurn); len(l.Items) != 0 {
 		t.Fatalf("the turn scope lists the branch: %+v", l.Items)

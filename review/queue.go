@@ -856,6 +856,11 @@ func (q *Queue) handleRevertFile(_ context.Context, r revertRef) (any, error) {
 		if isNew {
 			return nil, fmt.Errorf("%s is gone already", shown)
 		}
+		if r.Scope == scopeBranch && r.Write {
+			// The branch deleted it (a commit, not a change of yours
+			// since): dropping that deletion writes its text at the base.
+			return q.restore(wp, r)
+		}
 		// Who deleted it is not known: restoring it could undo yours.
 		return nil, fmt.Errorf("%s is gone: its text before the turn is the left side of its diff (<CR> in :ClaudeReview), to restore by hand", shown)
 	}
@@ -895,6 +900,30 @@ func (q *Queue) handleRevertFile(_ context.Context, r revertRef) (any, error) {
 		edits = []Edit{{Start: 0, End: len(r.Lines), Lines: text}}
 	}
 	return RevertFile{Edits: edits, Written: true, EOL: &f.eol}, nil
+}
+
+// restore writes back a file the branch under review deleted: its text
+// at the base, through the boundary's confined writer; the buffer (empty,
+// r.Lines) gets the same lines.
+func (q *Queue) restore(wp workspace.Path, r revertRef) (any, error) {
+	q.mu.Lock()
+	it, err := q.find(r.ref)
+	var base *string
+	if err == nil {
+		base = it.baseline
+	}
+	q.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if base == nil {
+		return nil, fmt.Errorf("%s did not exist at the base: nothing to restore", display.Line(r.Path, 0))
+	}
+	if err := q.h.Workspace().Files().WriteFile(wp, []byte(*base)); err != nil {
+		return nil, fmt.Errorf("could not write %s: %w", display.Line(r.Path, 0), err)
+	}
+	lines, f := splitFile(*base)
+	return RevertFile{Edits: []Edit{{Start: 0, End: len(r.Lines), Lines: lines}}, Written: true, EOL: &f.eol}, nil
 }
 
 // fileForm is how a file writes its lines: line ends, a last one, a BOM.
