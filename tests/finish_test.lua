@@ -102,6 +102,14 @@ return {
     end
     t.eq("git reset --merge", wt.abort_hint("squash"), "squash's way back")
   end,
+  -- The review queue's worktree tag comes from a transcript's directory:
+  -- made displayable.
+  label_is_displayable = function()
+    t.eq("wt:feat", wt.label("/r/.claude/worktrees/feat/sub"), "a worktree's label")
+    t.eq("", wt.label("/r/src"), "the main tree's")
+    local l = wt.label("/r/.claude/worktrees/a\27[31mb\226\128\174c")
+    assert(l ~= "" and not l:find("\27", 1, true) and not l:find("\226\128\174", 1, true), vim.inspect(l))
+  end,
   status_paths = function()
     for _, c in ipairs({
       { { " M a.txt" }, { "a.txt" } },
