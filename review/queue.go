@@ -47,6 +47,7 @@ type sessionState struct {
 	id   string
 	kind string // terminal, chat or session (not known)
 	turn string // the turn now (the latest prompt)
+	dir  string // where the CLI runs (its records' cwd): Lua names its worktree
 }
 
 // Queue is the review queue feature.
@@ -60,6 +61,7 @@ type Queue struct {
 	opts     Options
 	seen     map[string]bool // the uuids of the user records applied
 	seq      uint64          // listings made (List.Seq)
+	branch   *branchReview   // the worktree branch under review, if any
 
 	// The poller's own state: setOptions's first scan, then only the
 	// poll goroutine touches tails and primed.
@@ -67,6 +69,11 @@ type Queue struct {
 	primed map[string]bool // by project path
 	dirs   []string        // the primed project paths, in order
 	grew   bool            // a transcript grew in this scan
+	// The transcript directories of worktree sessions (by directory: the
+	// project path their records must be inside), in the order found.
+	wtDirs  map[string]string
+	wtOrder []string
+	wtScans int
 
 	started time.Time // a subagent transcript last written before is history
 	maxLine int       // the longest transcript line read (MaxLine; tests set less)
@@ -81,7 +88,7 @@ func New(h host.Host) *Queue {
 	return &Queue{
 		h: h, log: h.Logger().With("feature", "review"),
 		sessions: map[string]*sessionState{}, seen: map[string]bool{},
-		tails: map[string]*tail{}, primed: map[string]bool{},
+		tails: map[string]*tail{}, primed: map[string]bool{}, wtDirs: map[string]string{},
 		stop: make(chan struct{}), started: time.Now(), maxLine: MaxLine,
 	}
 }
@@ -100,6 +107,8 @@ func (q *Queue) Hooks() host.Hooks {
 			"review_delete":      host.Request("review_delete", q.handleDelete),
 			"review_check":       host.Request("review_check", q.handleCheck),
 			"review_mark":        host.Request("review_mark", q.handleMark),
+			"review_branch":      host.Request("review_branch", q.handleBranch),
+			"review_branch_end":  host.Request("review_branch_end", q.handleBranchEnd),
 		},
 		Options: q.setOptions,
 		Close:   q.close,
@@ -192,7 +201,58 @@ func (q *Queue) projectPaths() (projects string, paths []string) {
 	if real, err := filepath.EvalSymlinks(cwd); err == nil && real != cwd {
 		paths = append(paths, real)
 	}
+	// A folder besides the cwd (a session's worktree made outside it)
+	// files its sessions under its own path.
+	for _, f := range q.h.Workspace().Folders() {
+		if f != "" && !slices.Contains(paths, f) && !insideDir(f, cwd) {
+			paths = append(paths, f)
+		}
+	}
 	return filepath.Join(o.ConfigDir, "projects"), paths
+}
+
+// worktreeDirPrefix is how the transcript directories of the sessions in
+// the worktrees of the project at cwd begin: the CLI files a session under
+// its own directory, <cwd>/.claude/worktrees/<name> (its --worktree layout
+// and ours).
+func worktreeDirPrefix(cwd string) string {
+	return projectDirName(filepath.Join(cwd, ".claude", "worktrees")) + "-"
+}
+
+// scanWorktrees reads what the transcripts of the project's worktree
+// sessions gained: every few scans it lists the transcript directories
+// for those of worktrees (one made after the queue started is read from
+// its start; records count when their cwd is inside the project).
+func (q *Queue) scanWorktrees(projects string, paths []string) bool {
+	if projects == "" {
+		return false
+	}
+	q.wtScans++
+	if q.wtScans%4 == 1 {
+		ents, err := os.ReadDir(projects)
+		if err == nil {
+			for _, p := range paths {
+				prefix := worktreeDirPrefix(p)
+				for _, e := range ents {
+					if !e.IsDir() || !strings.HasPrefix(e.Name(), prefix) {
+						continue
+					}
+					d := filepath.Join(projects, e.Name())
+					if _, ok := q.wtDirs[d]; !ok {
+						q.wtDirs[d] = p
+						q.wtOrder = append(q.wtOrder, d)
+					}
+				}
+			}
+		}
+	}
+	changed := false
+	for _, d := range q.wtOrder {
+		if q.scanDir(d, q.wtDirs[d], false) {
+			changed = true
+		}
+	}
+	return changed
 }
 
 // maxProjectName is the longest project directory name the CLI uses as
@@ -235,6 +295,9 @@ func (q *Queue) scan() (grew bool) {
 		if q.scanDir(projectDir(projects, p), p, false) {
 			changed = true
 		}
+	}
+	if q.scanWorktrees(projects, paths) {
+		changed = true
 	}
 	if changed {
 		q.emitChanged()
@@ -368,6 +431,9 @@ func (q *Queue) apply(line []byte, sidechain bool, project string) bool {
 		s = &sessionState{id: r.SessionID, kind: "session"}
 		q.sessions[r.SessionID] = s
 	}
+	if s.dir == "" && filepath.IsAbs(r.Cwd) {
+		s.dir = filepath.Clean(r.Cwd)
+	}
 	switch {
 	case r.Entrypoint == "cli":
 		s.kind = "terminal"
@@ -476,9 +542,16 @@ type item struct {
 func (q *Queue) itemsLocked(scope string) []*item {
 	var out []*item
 	byKey := map[string]*item{}
-	for _, e := range q.entries {
+	entries := q.entries
+	if scope == scopeBranch {
+		entries = nil
+		if q.branch != nil {
+			entries = q.branch.entries
+		}
+	}
+	for _, e := range entries {
 		s := q.sessions[e.session]
-		if scope != scopeSession && (s == nil || e.turn != s.turn) {
+		if scope == scopeTurn && (s == nil || e.turn != s.turn) {
 			continue
 		}
 		key := e.session + "\x00" + e.path
@@ -495,6 +568,10 @@ func (q *Queue) itemsLocked(scope string) []*item {
 	return out
 }
 
+func knownScope(s string) bool {
+	return s == scopeTurn || s == scopeSession || s == scopeBranch
+}
+
 // ref names one item in a request from Lua.
 type ref struct {
 	Scope   string `json:"scope"`
@@ -506,8 +583,8 @@ func (q *Queue) find(r ref) (*item, error) {
 	if r.Scope == "" {
 		r.Scope = scopeTurn
 	}
-	if r.Scope != scopeTurn && r.Scope != scopeSession {
-		return nil, fmt.Errorf("unknown scope %q (turn or session)", r.Scope)
+	if !knownScope(r.Scope) {
+		return nil, fmt.Errorf("unknown scope %q (turn, session or branch)", r.Scope)
 	}
 	for _, it := range q.itemsLocked(r.Scope) {
 		if it.session == r.Session && it.path == r.Path {
@@ -519,8 +596,12 @@ func (q *Queue) find(r ref) (*item, error) {
 
 // ListItem is one row of :ClaudeReview.
 type ListItem struct {
-	Session  string `json:"session"`
-	Label    string `json:"label"` // the session as the user sees it
+	Session string `json:"session"`
+	Label   string `json:"label"` // the session as the user sees it
+	// Dir is where the session runs (its CLI's directory, from the
+	// transcript; for a branch review the worktree): Lua names the
+	// worktree from it.
+	Dir      string `json:"dir,omitempty"`
 	Path     string `json:"path"`
 	Status   string `json:"status"` // modified, new, deleted, binary, unreadable, refused
 	Added    int    `json:"added"`
@@ -558,8 +639,8 @@ func (q *Queue) handleList(_ context.Context, r ref) (any, error) {
 	if r.Scope == "" {
 		r.Scope = scopeTurn
 	}
-	if r.Scope != scopeTurn && r.Scope != scopeSession {
-		return nil, fmt.Errorf("unknown scope %q (turn or session)", r.Scope)
+	if !knownScope(r.Scope) {
+		return nil, fmt.Errorf("unknown scope %q (turn, session or branch)", r.Scope)
 	}
 	return q.list(r.Scope), nil
 }
@@ -575,18 +656,23 @@ func (q *Queue) list(scope string) List {
 	items := q.itemsLocked(scope)
 	snaps := make([]item, len(items))
 	labels := make([]string, len(items))
+	dirs := make([]string, len(items))
 	for i, it := range items {
 		snaps[i] = *it
+		if scope == scopeBranch && q.branch != nil {
+			labels[i], dirs[i] = q.branch.label, q.branch.dir
+			continue
+		}
 		kind := "session"
 		if s := q.sessions[it.session]; s != nil {
-			kind = s.kind
+			kind, dirs[i] = s.kind, s.dir
 		}
 		labels[i] = sessionLabel(kind, it.session)
 	}
 	q.mu.Unlock()
 	out := List{Scope: scope, Items: []ListItem{}, Seq: seq}
 	for i, it := range snaps {
-		li := ListItem{Session: it.session, Label: labels[i], Path: it.path, Reviewed: it.reviewed, Line: 1}
+		li := ListItem{Session: it.session, Label: labels[i], Dir: dirs[i], Path: it.path, Reviewed: it.reviewed, Line: 1}
 		var cur *string
 		wp, err := q.check(it.path)
 		if err == nil {
@@ -770,6 +856,11 @@ func (q *Queue) handleRevertFile(_ context.Context, r revertRef) (any, error) {
 		if isNew {
 			return nil, fmt.Errorf("%s is gone already", shown)
 		}
+		if r.Scope == scopeBranch && r.Write {
+			// The branch deleted it (a commit, not a change of yours
+			// since): dropping that deletion writes its text at the base.
+			return q.restore(wp, r)
+		}
 		// Who deleted it is not known: restoring it could undo yours.
 		return nil, fmt.Errorf("%s is gone: its text before the turn is the left side of its diff (<CR> in :ClaudeReview), to restore by hand", shown)
 	}
@@ -809,6 +900,30 @@ func (q *Queue) handleRevertFile(_ context.Context, r revertRef) (any, error) {
 		edits = []Edit{{Start: 0, End: len(r.Lines), Lines: text}}
 	}
 	return RevertFile{Edits: edits, Written: true, EOL: &f.eol}, nil
+}
+
+// restore writes back a file the branch under review deleted: its text
+// at the base, through the boundary's confined writer; the buffer (empty,
+// r.Lines) gets the same lines.
+func (q *Queue) restore(wp workspace.Path, r revertRef) (any, error) {
+	q.mu.Lock()
+	it, err := q.find(r.ref)
+	var base *string
+	if err == nil {
+		base = it.baseline
+	}
+	q.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if base == nil {
+		return nil, fmt.Errorf("%s did not exist at the base: nothing to restore", display.Line(r.Path, 0))
+	}
+	if err := q.h.Workspace().Files().WriteFile(wp, []byte(*base)); err != nil {
+		return nil, fmt.Errorf("could not write %s: %w", display.Line(r.Path, 0), err)
+	}
+	lines, f := splitFile(*base)
+	return RevertFile{Edits: []Edit{{Start: 0, End: len(r.Lines), Lines: lines}}, Written: true, EOL: &f.eol}, nil
 }
 
 // fileForm is how a file writes its lines: line ends, a last one, a BOM.

@@ -99,6 +99,7 @@ return {
     t.eq(1, vim.fn.filereadable(dir .. "/.claude/worktrees/feat/a.txt"), "checked out")
     t.eq("worktree-feat", vim.trim(git("-C", w.path, "rev-parse", "--abbrev-ref", "HEAD")), "on its branch")
     t.eq(vim.trim(git("rev-parse", "HEAD")), w.base, "from HEAD")
+    t.eq(vim.trim(git("rev-parse", "--abbrev-ref", "HEAD")), w.from, "made from the main tree's branch")
     t.eq("feat", wt.of_dir(w.path .. "/sub").name, "known")
     -- the same name again: refused, nothing made
     local again, notes2 = create("feat", dir)

@@ -129,6 +129,15 @@ function M.create()
   cmd("ClaudeSessions", function()
     require("claude.sessions").open()
   end, { nargs = 0, desc = "List every Claude session (terminal and chats) with its state" })
+  cmd("ClaudeWorktree", function(o)
+    require("claude.worktree").command(o.fargs)
+  end, {
+    nargs = "+",
+    complete = function(lead, line)
+      return require("claude.worktree").complete(lead, line)
+    end,
+    desc = "Finish a session's worktree (review its branch, then bring it in) or discard it",
+  })
   cmd("ClaudeStartNew", function(o)
     require("claude.sessions").start_new(o.fargs)
   end, { nargs = "*", desc = "Start another Claude terminal; the running one goes on in the background" })
@@ -156,9 +165,9 @@ function M.create()
   end, {
     nargs = "?",
     complete = function()
-      return { "session" }
+      return { "session", "branch" }
     end,
-    desc = "List the files Claude changed in the current turn (or the session) to review",
+    desc = "List the files Claude changed in the current turn (or the session, or a worktree's branch) to review",
   })
 
   vim.api.nvim_create_user_command("Claude", function(o)

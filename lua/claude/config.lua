@@ -222,6 +222,7 @@ function M.defaults()
       -- relative path is taken from the repository's root
       dir = nil,
       branch_prefix = "worktree-", -- the branch is <prefix><name> (the CLI's)
+      finish = "squash", -- :ClaudeWorktree finish brings the reviewed branch in by "squash", "merge" or "cherry-pick"
     },
     review = {
       -- :ClaudeReview (the review queue): keys in its panel and in a
@@ -558,6 +559,7 @@ local schema = {
     table = {
       dir = { types = { "string" } },
       branch_prefix = { types = { "string" } },
+      finish = { types = { "string" }, check = one_of("squash", "merge", "cherry-pick") },
     },
   },
   review = {

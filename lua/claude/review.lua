@@ -63,6 +63,13 @@ local function diffable(it)
   return it.status ~= "binary" and it.status ~= "unreadable" and it.status ~= "refused"
 end
 
+-- " [wt:name]" when the item's session runs in a worktree (or the item is
+-- of a worktree's branch), "" otherwise; displayable.
+local function worktree_tag(it)
+  local l = type(it.dir) == "string" and it.dir ~= "" and require("claude.worktree").label(it.dir) or ""
+  return l ~= "" and (" [" .. l .. "]") or ""
+end
+
 --- The text of one item, as the panel and the quickfix list show it.
 local function describe(it)
   local counts = diffable(it) and string.format("+%d -%d", it.added, it.removed) or it.status
@@ -75,12 +82,13 @@ local function describe(it)
     why = ": " .. util.display(it.refused or "outside the workspace", 80)
   end
   return string.format(
-    "%s %s %s%s · %s",
+    "%s %s %s%s · %s%s",
     it.reviewed and "[x]" or "[ ]",
     status_letter[it.status] or "?",
     counts,
     why,
-    util.display(it.label, 40)
+    util.display(it.label, 40),
+    worktree_tag(it)
   )
 end
 
@@ -135,6 +143,9 @@ local function set_qf(replace)
     end
   end
   local title = "Claude review (" .. state.scope .. ")"
+  if state.scope == "branch" and state.items[1] then
+    title = "Claude review (branch" .. worktree_tag(state.items[1]) .. ")"
+  end
   if replace then
     if not qf_is_ours() then
       return
@@ -163,6 +174,16 @@ local function panel_shown()
   return state.panel and api.nvim_buf_is_valid(state.panel) and #vim.fn.win_findbuf(state.panel) > 0
 end
 
+-- What a scope is called in a message.
+local function scope_words(scope)
+  if scope == "session" then
+    return "session"
+  elseif scope == "branch" then
+    return "worktree's branch (none is under review, or all of it is dropped)"
+  end
+  return "current turn"
+end
+
 local function render_panel()
   local buf = state.panel
   if not (buf and api.nvim_buf_is_valid(buf)) then
@@ -170,7 +191,7 @@ local function render_panel()
   end
   local lines = {}
   if #state.items == 0 then
-    lines[1] = "Nothing to review in the " .. (state.scope == "session" and "session" or "current turn") .. "."
+    lines[1] = "Nothing to review in the " .. scope_words(state.scope) .. "."
   end
   for _, it in ipairs(state.items) do
     lines[#lines + 1] = describe(it) .. "  " .. shown_path(it)
@@ -313,8 +334,8 @@ end
 function M.open(scope)
   watch_writes()
   scope = (scope == nil or scope == "") and "turn" or scope
-  if scope ~= "turn" and scope ~= "session" then
-    util.notify("nvim-claude: :ClaudeReview takes no argument or `session`, not " .. scope, vim.log.levels.ERROR)
+  if scope ~= "turn" and scope ~= "session" and scope ~= "branch" then
+    util.notify("nvim-claude: :ClaudeReview takes no argument, `session` or `branch`, not " .. util.display(scope, 40), vim.log.levels.ERROR)
     return
   end
   state.scope = scope
@@ -322,9 +343,39 @@ function M.open(scope)
     set_qf(false)
     open_panel()
     if #state.items == 0 then
-      util.notify("nvim-claude: nothing to review in the " .. (scope == "session" and "session" or "current turn"))
+      util.notify("nvim-claude: nothing to review in the " .. scope_words(scope))
     end
   end)
+end
+
+--- Shows a branch review the host started (review_branch's answer): the
+--- worktree's files against the merge base, in the same panel, quickfix
+--- list and keys (gr and gR drop a hunk or a file in the worktree's copy).
+function M.show_branch(res)
+  watch_writes()
+  state.scope = "branch"
+  state.branch = true
+  state.asked = state.asked + 1 -- an older listing's answer is stale now
+  take(res)
+  set_qf(false)
+  open_panel()
+end
+
+--- Ends the branch review (its worktree was brought in): the host forgets
+--- it, and a panel or quickfix list showing it empties.
+function M.end_branch()
+  if not state.branch then
+    return
+  end
+  state.branch = false
+  require("claude.server").request_async("review_branch_end", {}, function() end)
+  if state.scope == "branch" then
+    state.items = {}
+    render_panel()
+    if qf_is_ours() then
+      set_qf(true)
+    end
+  end
 end
 
 -- The review of the diff in the current tab, if it is one.

@@ -474,7 +474,7 @@ function M._render()
     table.insert(lines, "(no session: :ClaudeStart or :ClaudeChat starts one)")
   end
   table.insert(lines, "")
-  table.insert(lines, "<CR> jump · x stop · r rename · h continue in the other mode · w new session in a worktree · D discard its worktree · q close")
+  table.insert(lines, "<CR> jump · x stop · r rename · h continue in the other mode · w new session in a worktree · F finish its worktree · D discard its worktree · q close")
   vim.bo[buf].modifiable = true
   api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   vim.bo[buf].modifiable = false
@@ -577,6 +577,14 @@ function M.open()
         end
       end)
     end, "nvim-claude: discard the session's worktree and branch (asks first)")
+    util.map(panel.buf, "F", function()
+      local s = under_cursor()
+      if not (s and require("claude.worktree").of_dir(s.dir)) then
+        util.notify("nvim-claude: this session runs in no worktree", vim.log.levels.INFO)
+        return
+      end
+      require("claude.worktree").finish(s.dir)
+    end, "nvim-claude: finish the session's worktree: review its branch, then bring it in")
     util.map(panel.buf, "q", "<cmd>close<CR>", "nvim-claude: close the panel")
   end
   M._render()
