@@ -165,7 +165,7 @@ local function terminal_windows()
   for _, t in ipairs(others) do
     if t.bufnr and t.bufnr ~= term.bufnr then
       for _, w in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
-        if vim.api.nvim_win_get_buf(w) == t.bufnr and vim.api.nvim_win_get_config(w).relative == "" then
+        if vim.api.nvim_win_get_buf(w) == t.bufnr and not util.floating(w) then
           table.insert(out, w)
         end
       end
