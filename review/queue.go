@@ -1,6 +1,7 @@
 package review
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -383,6 +384,12 @@ func (q *Queue) scanFile(p string, e os.DirEntry, project string, history, sidec
 // apply takes one transcript line of project's transcript directory and
 // reports whether the queue changed.
 func (q *Queue) apply(line []byte, sidechain bool, project string) bool {
+	// Most of a transcript is the assistant's records: a line without the
+	// token "user" (however the JSON is spaced) is none of the user
+	// records read here, and is not decoded.
+	if !bytes.Contains(line, []byte(`"user"`)) {
+		return false
+	}
 	var r record
 	if json.Unmarshal(line, &r) != nil || r.SessionID == "" || r.Type != "user" || !inProject(r.Cwd, project) {
 		return false
@@ -446,6 +453,7 @@ func (q *Queue) apply(line []byte, sidechain bool, project string) bool {
 	if !sidechain && turn != "" && turn != s.turn && (prompt || r.PromptID != "") {
 		s.turn = turn
 		newTurn = true
+		q.mergeEarlierLocked(s.id, s.turn)
 	}
 	if !isChange {
 		return newTurn
@@ -462,6 +470,37 @@ func (q *Queue) apply(line []byte, sidechain bool, project string) bool {
 	}
 	q.entries = append(q.entries, &entry{session: s.id, turn: s.turn, path: c.path, baseline: c.before, result: after})
 	return true
+}
+
+// turnEarlier is the turn of a session's entries merged from the turns
+// before its current one (no prompt id looks like it).
+const turnEarlier = "(earlier turns)"
+
+// mergeEarlierLocked merges the entries of session's turns before current
+// into one per file: the first one's baseline, the last one's result,
+// reviewed only if all were. That is all the session scope shows of them
+// (the turn scope shows the current turn only), and a long session would
+// otherwise keep two texts of a file for every turn that wrote it: the
+// queue's memory would grow with the transcript. q.mu is held.
+func (q *Queue) mergeEarlierLocked(session, current string) {
+	first := map[string]*entry{}
+	out := q.entries[:0]
+	for _, e := range q.entries {
+		if e.session != session || e.turn == current {
+			out = append(out, e)
+			continue
+		}
+		if m := first[e.path]; m != nil {
+			m.result = e.result
+			m.reviewed = m.reviewed && e.reviewed
+			continue
+		}
+		e.turn = turnEarlier
+		first[e.path] = e
+		out = append(out, e)
+	}
+	clear(q.entries[len(out):]) // (what the merge dropped is garbage now)
+	q.entries = out
 }
 
 // emitChanged tells Lua (User ClaudeReviewChanged, the statusline).

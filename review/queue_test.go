@@ -493,3 +493,50 @@ func reviewOptions(t *testing.T, r Options) host.Options {
 func testWorkspace(q *Queue) *workspace.Workspace {
 	return q.h.Workspace().(*workspace.Workspace)
 }
+
+// A long session keeps one entry per file for its earlier turns, however
+// many turns wrote it: the session scope lists the same (the first
+// baseline, the last result; reviewed only if every turn's was), and the
+// queue's memory does not grow with the transcript.
+func TestQueueEarlierTurnsMerge(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.txt"), filepath.Join(dir, "b.txt")
+	q := newTestQueue(t)
+	text := "0\n"
+	for i := 1; i <= 50; i++ {
+		turn := "p" + itoa(i)
+		next := itoa(i) + "\n"
+		lines := []string{promptLine("S1", turn), editLine("S1", turn, a, text, strings.TrimSuffix(text, "\n"), strings.TrimSuffix(next, "\n"))}
+		if i == 3 {
+			lines = append(lines, createLine("S1", turn, b, "new\n"))
+		}
+		feed(t, q, dir, lines...)
+		text = next
+	}
+	if err := os.WriteFile(a, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(b, []byte("new\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	q.mu.Lock()
+	n := len(q.entries)
+	q.mu.Unlock()
+	if n != 3 { // a's earlier turns, b's, a's current turn
+		t.Fatalf("%d entries kept after 50 turns, want 3", n)
+	}
+	got := list(t, q, "session")
+	if it := got["a.txt@S1"]; it.Status != "modified" || it.Added != 1 || it.Removed != 1 {
+		t.Fatalf("a.txt in the session scope: %+v (want 0 → 50, +1 -1)", it)
+	}
+	if it := got["b.txt@S1"]; it.Status != "new" {
+		t.Fatalf("b.txt in the session scope: %+v", it)
+	}
+	base, _, _, err := q.texts(ref{Scope: "session", Session: "S1", Path: a})
+	if err != nil || strings.Join(base, "\n") != "0" {
+		t.Fatalf("a.txt's session baseline %q, %v; want the first turn's", base, err)
+	}
+	if turn := list(t, q, "turn"); len(turn) != 1 || turn["a.txt@S1"].Added != 1 {
+		t.Fatalf("the turn scope: %v", turn)
+	}
+}
