@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"time"
 
@@ -128,6 +129,10 @@ type Hooks struct {
 	ServerStopped func()
 	// Close releases the feature's goroutines when the application closes.
 	Close func()
+	// HTTPHooks serves the CLI's HTTP hooks: the POST requests under
+	// mcp.HTTPPrefix on the IDE server's port (mcp.Config.HTTP says what
+	// is checked before). One feature at most serves them.
+	HTTPHooks http.Handler
 }
 
 // Feature is one feature package's object as the application wires it.

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -327,6 +328,16 @@ func (a *App) handleStart(ctx context.Context, p StartParams) (any, error) {
 
 // Start starts the IDE server if it is not running. A running server is left
 // as it is (the CLI may be connected to it).
+// httpHooks is the feature's handler of the CLI's HTTP hooks, or nil.
+func (a *App) httpHooks() http.Handler {
+	for _, h := range a.hooks {
+		if h.HTTPHooks != nil {
+			return h.HTTPHooks
+		}
+	}
+	return nil
+}
+
 func (a *App) Start(ctx context.Context, p StartParams) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -365,6 +376,7 @@ func (a *App) Start(ctx context.Context, p StartParams) error {
 				}
 			}
 		},
+		HTTP: a.httpHooks(),
 		OnDisconnect: func(c mcp.ClientInfo) {
 			a.log.Info("CLI disconnected", "client", c.ID, "pid", c.PID)
 			if c.PID > 0 {
