@@ -182,16 +182,27 @@ func (s *Sessions) afterAnswerLocked(x *Session) {
 	s.setLocked(x, Working, "")
 }
 
+// Decide applies the waiting PermissionRequest hook call c and waits for
+// the user's answer in Neovim until its entry leaves the table — nil then
+// when the prompt was answered elsewhere, or dropped — or ctx ends (the
+// hook is gone: the CLI killed it, or the host closes), which drops the
+// entry. It knows nothing of how the hook reached the host: the caller's
+// transport gives ctx and writes the CLI's output (DecisionOutput).
+func (s *Sessions) Decide(ctx context.Context, c HookCall) (*Decision, error) {
+	c.Wait = "1"
+	p, err := s.hook(c)
+	if err != nil || p == nil {
+		return nil, err
+	}
+	return s.await(ctx, p)
+}
+
 // await holds a waiting hook's call until its entry leaves the table, or
-// the call's context ends (the hook cancelled it: the CLI killed it; or
-// the host closes), which drops the entry.
-func (s *Sessions) await(ctx context.Context, p *pendingAnswer) (any, error) {
+// ctx ends, which drops the entry.
+func (s *Sessions) await(ctx context.Context, p *pendingAnswer) (*Decision, error) {
 	select {
 	case d := <-p.result:
-		if d == nil {
-			return map[string]any{}, nil
-		}
-		return map[string]any{"decision": d}, nil
+		return d, nil
 	case <-ctx.Done():
 	}
 	s.mu.Lock()
@@ -316,7 +327,7 @@ func (s *Sessions) handlePlan(_ context.Context, p planParams) (any, error) {
 	if e.tool != PlanTool {
 		return nil, fmt.Errorf("sessions.plan: %s is a %s prompt, not a plan", display.Line(p.RequestID, 40), e.tool)
 	}
-	return map[string]any{"lines": display.Lines(e.plan, 0, 0), "cut": e.planCut, "session": e.session}, nil
+	return map[string]any{"lines": display.Lines(strings.TrimRight(e.plan, "\n"), 0, 0), "cut": e.planCut, "session": e.session}, nil
 }
 
 // hookAnswer is the host's reply to a waiting hook.
@@ -325,18 +336,23 @@ type hookAnswer struct {
 }
 
 // HookOutput is what the waiting hook prints for the CLI given the host's
-// reply (nil: nothing, the CLI keeps its own prompt): the
-// PermissionRequest hook's decision, for the call of tool with input and
-// the CLI's permission suggestions. A plan's approval carries its input
-// (the CLI does not take an allow without it for a tool that asks the
-// user) and the mode to go on in; an allow for the session, the rule the
-// CLI itself would add (chat.AlwaysAllow).
+// reply to its call ({"decision": …}, or {}: nothing, the CLI keeps its
+// own prompt): DecisionOutput of the decision.
 func HookOutput(reply []byte, tool string, input, suggestions json.RawMessage) ([]byte, error) {
 	var a hookAnswer
 	if err := json.Unmarshal(reply, &a); err != nil {
 		return nil, fmt.Errorf("the host's answer: %w", err)
 	}
-	d := a.Decision
+	return DecisionOutput(a.Decision, tool, input, suggestions)
+}
+
+// DecisionOutput is the PermissionRequest hook's output for the CLI that
+// carries decision d (nil: none) for the call of tool with input and the
+// CLI's permission suggestions. A plan's approval carries its input (the
+// CLI does not take an allow without it for a tool that asks the user)
+// and the mode to go on in; an allow for the session, the rule the CLI
+// itself would add (chat.AlwaysAllow).
+func DecisionOutput(d *Decision, tool string, input, suggestions json.RawMessage) ([]byte, error) {
 	if d == nil {
 		return nil, nil
 	}
@@ -364,7 +380,7 @@ func HookOutput(reply []byte, tool string, input, suggestions json.RawMessage) (
 			out["updatedPermissions"] = perms
 		}
 	default:
-		return nil, fmt.Errorf("the host's answer: unknown behavior %q", d.Behavior)
+		return nil, fmt.Errorf("the host's answer: unknown behavior %q", display.Line(d.Behavior, 40))
 	}
 	return json.Marshal(map[string]any{"hookSpecificOutput": map[string]any{
 		"hookEventName": "PermissionRequest", "decision": out}})

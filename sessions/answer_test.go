@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -275,6 +276,83 @@ func TestHookOutput(t *testing.T) {
 			}
 			if err != nil || string(got) != tt.want {
 				t.Fatalf("got %s %v\nwant %s", got, err, tt.want)
+			}
+		})
+	}
+}
+
+// In plan mode the model writes its plan to the CLI's plan file and its
+// ExitPlanMode carries none: the prompt presents the plan last written
+// (the PostToolUse of that Write), for its buffer and its request.
+func TestPlanFromPlanFile(t *testing.T) {
+	s := New(&fakeHost{})
+	sid := newTerminal(t, s)
+	if err := s.Hook(HookCall{Session: sid, Event: "PostToolUse", Tool: "Write", Plan: "# Old"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Hook(HookCall{Session: sid, Event: "PostToolUse", Tool: "Edit", Plan: "# Plan\n1. do it\n"}); err != nil {
+		t.Fatal(err)
+	}
+	callWaiting(t, s, HookCall{Session: sid, Event: "PermissionRequest", Tool: PlanTool})
+	res, err := s.Hooks().LuaRequests["sessions.plan"](context.Background(), json.RawMessage(`{"request_id":"t1/1"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(res)
+	if string(b) != `{"cut":false,"lines":["# Plan","1. do it"],"session":"t1"}` {
+		t.Fatalf("sessions.plan: %s", b)
+	}
+	r := s.List()[0].Request
+	if r == nil || r.Kind != "plan" || strings.Join(r.Lines, "|") != "# Plan|1. do it" || r.LineCount != 2 {
+		t.Fatalf("the request: %+v", r)
+	}
+	if _, err := s.Hooks().LuaRequests["sessions.plan"](context.Background(), json.RawMessage(`{"request_id":"t1/7"}`)); !errors.Is(err, ErrNotPending) {
+		t.Fatalf("the plan of no prompt: %v", err)
+	}
+}
+
+// Decide is the wait without a transport: the decision, or none when the
+// prompt was answered in the terminal, or an error when ctx ends first.
+func TestDecide(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		act  func(s *Sessions, sid string, cancel context.CancelFunc)
+		want string
+	}{
+		{"answered in Neovim", func(s *Sessions, _ string, _ context.CancelFunc) {
+			_ = answerWith(s, "t1/1", map[string]any{"behavior": "deny", "message": "no"})
+		}, `&{deny  no }`},
+		{"answered in the terminal", func(s *Sessions, sid string, _ context.CancelFunc) {
+			_ = s.Hook(HookCall{Session: sid, Event: "Stop"})
+		}, `<nil>`},
+		{"the hook went away", func(_ *Sessions, _ string, cancel context.CancelFunc) { cancel() }, `error: the hook's call ended: context canceled`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := New(&fakeHost{})
+			sid := newTerminal(t, s)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			got := make(chan string, 1)
+			go func() {
+				d, err := s.Decide(ctx, HookCall{Session: sid, Event: "PermissionRequest", Tool: "Bash", Input: "ls"})
+				if err != nil {
+					got <- "error: " + err.Error()
+					return
+				}
+				got <- fmt.Sprint(d)
+			}()
+			for {
+				s.mu.Lock()
+				n := len(s.answers)
+				s.mu.Unlock()
+				if n == 1 {
+					break
+				}
+				time.Sleep(time.Millisecond)
+			}
+			tt.act(s, sid, cancel)
+			if g := <-got; g != tt.want {
+				t.Fatalf("got %s, want %s", g, tt.want)
 			}
 		})
 	}

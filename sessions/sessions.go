@@ -136,6 +136,9 @@ type Session struct {
 	// edited: when the CLI last started an edit tool (PreToolUse), to
 	// tell whose a diff is when several terminals run.
 	edited time.Time
+	// plan is the plan file a terminal's model last wrote (planCut: cut
+	// at MaxPlan): in plan mode its ExitPlanMode carries no plan.
+	plan, planCut string
 }
 
 // waitingFor is what x waits for when a prompt is what says so: an open
@@ -697,7 +700,15 @@ func (s *Sessions) handleHook(ctx context.Context, req *mcp.MethodRequest) (any,
 		return nil, &mcp.Error{Code: mcp.CodeInvalidParams, Message: err.Error()}
 	}
 	if p != nil {
-		return s.await(ctx, p)
+		// the hook's connection is the wait's context: its end (the
+		// hook cancels its call when the CLI kills it) drops the prompt
+		d, err := s.await(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		if d != nil {
+			return hookAnswer{Decision: d}, nil
+		}
 	}
 	return map[string]any{}, nil
 }
@@ -741,6 +752,11 @@ func (s *Sessions) hook(c HookCall) (*pendingAnswer, error) {
 		// prompt before it, a PostToolUse the one of its call.
 		if c.Event == "PostToolUse" {
 			settled = s.ranLocked(x.ID, c)
+			if c.Plan != "" {
+				// the plan file the model wrote: what its ExitPlanMode
+				// presents
+				x.plan, x.planCut = c.Plan, c.PlanCut
+			}
 		} else {
 			settled = s.dropLocked(x.ID, nil)
 		}
@@ -762,6 +778,17 @@ func (s *Sessions) hook(c HookCall) (*pendingAnswer, error) {
 		s.setLocked(x, Working, "")
 	case "PermissionRequest":
 		x.prompt = true
+		if c.Tool == PlanTool && c.Plan == "" {
+			c.Plan, c.PlanCut = x.plan, x.planCut
+		}
+		if c.Tool == PlanTool && strings.TrimSpace(c.Input) == "" && c.Plan != "" {
+			// the plan is what this prompt allows: its start and end show
+			text, cut := CutText(c.Plan, MaxRequestText)
+			c.Input, c.InputLines, c.InputCut = text, strconv.Itoa(strings.Count(strings.TrimRight(c.Plan, "\n"), "\n")+1), ""
+			if cut || c.PlanCut != "" {
+				c.InputCut = "1"
+			}
+		}
 		lines, _ := strconv.Atoi(c.InputLines)
 		x.Request = newRequest(c.Tool, c.Input, c.Description, c.InputCut != "", lines)
 		if c.Wait != "" {

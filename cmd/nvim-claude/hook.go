@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -192,14 +193,59 @@ func digest(event, session string, stdin io.Reader) (map[string]string, hookInpu
 			Plan string `json:"plan"`
 		}
 		if in.ToolName == app.HookPlanTool && json.Unmarshal(in.ToolInput, &plan) == nil && plan.Plan != "" {
-			if len(plan.Plan) > app.HookPlanMax {
-				plan.Plan = strings.ToValidUTF8(plan.Plan[:app.HookPlanMax], "")
-				out["plan_cut"] = "1"
+			setPlan(out, plan.Plan)
+		}
+	}
+	if event == "PostToolUse" && planWriters[in.ToolName] {
+		// The CLI's plan mode has the model write its plan to a file of
+		// the CLI's plans directory, and ExitPlanMode then carries no
+		// plan (checked against the real CLI): the plan as written goes
+		// to the host, for the plan's approval.
+		var f struct {
+			Path string `json:"file_path"`
+		}
+		if json.Unmarshal(in.ToolInput, &f) == nil {
+			if text, ok := readPlan(f.Path); ok {
+				setPlan(out, text)
 			}
-			out["plan"] = plan.Plan
 		}
 	}
 	return out, in
+}
+
+// planWriters are the tools that write a plan file.
+var planWriters = map[string]bool{"Write": true, "Edit": true, "MultiEdit": true}
+
+// setPlan puts a plan in the digest, cut at the sessions feature's cap.
+func setPlan(out map[string]string, plan string) {
+	if len(plan) > app.HookPlanMax {
+		plan = strings.ToValidUTF8(plan[:app.HookPlanMax], "")
+		out["plan_cut"] = "1"
+	}
+	out["plan"] = plan
+}
+
+// readPlan reads the plan file path: a regular file named *.md in a
+// directory named plans (the CLI's plans directory), at most a little more
+// than the plan cap; anything else is no plan.
+func readPlan(path string) (string, bool) {
+	if !filepath.IsAbs(path) || filepath.Ext(path) != ".md" || filepath.Base(filepath.Dir(path)) != "plans" {
+		return "", false
+	}
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.Mode().IsRegular() {
+		return "", false
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, app.HookPlanMax+1))
+	if err != nil {
+		return "", false
+	}
+	return string(b), true
 }
 
 func clip(s string) string {

@@ -115,6 +115,46 @@ func TestHookNeverFails(t *testing.T) {
 	}
 }
 
+// The plan file the model writes in plan mode goes to the host with the
+// PostToolUse of its Write or Edit (ExitPlanMode then carries no plan);
+// any other file, a link, or a file of another directory does not.
+func TestHookDigestPlanFile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "plans")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	plan := filepath.Join(dir, "brave-otter.md")
+	other := filepath.Join(t.TempDir(), "notes.md")
+	link := filepath.Join(dir, "link.md")
+	for p, text := range map[string]string{plan: "# Plan\n1. do it\n", other: "secret"} {
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(other, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, event, tool, path, want string
+	}{
+		{"a Write of the plan file", "PostToolUse", "Write", plan, "# Plan\n1. do it\n"},
+		{"an Edit of the plan file", "PostToolUse", "Edit", plan, "# Plan\n1. do it\n"},
+		{"before it is written", "PreToolUse", "Write", plan, ""},
+		{"another directory", "PostToolUse", "Write", other, ""},
+		{"a link in the plans directory", "PostToolUse", "Write", link, ""},
+		{"a relative path", "PostToolUse", "Write", "plans/brave-otter.md", ""},
+		{"another tool", "PostToolUse", "Read", plan, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			in, _ := json.Marshal(map[string]any{"tool_name": tt.tool, "tool_input": map[string]any{"file_path": tt.path, "content": "x"}})
+			got, _ := digest(tt.event, "t1", bytes.NewReader(in))
+			if got["plan"] != tt.want {
+				t.Fatalf("plan %q, want %q", got["plan"], tt.want)
+			}
+		})
+	}
+}
+
 // A PermissionRequest hook with "wait" holds its call until the host
 // answers, and prints the CLI's decision for what the host said: nothing
 // for no decision (the prompt was answered in the terminal) or a refusal;
