@@ -148,6 +148,29 @@ func TestCLITerminalPromptAnsweredFromNeovim(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(s.project, "dismissed.txt")); err == nil {
 		t.Fatal("the dismissed command ran")
 	}
+
+	// A command of two lines: :ClaudeAnswer allow from elsewhere allows
+	// nothing its notice cannot show, but opens the panel on it, where a
+	// allows it.
+	fourth := fakeapi.ToolUse("Bash", map[string]any{"command": "touch four1.txt\ntouch four2.txt", "description": "Two files"})
+	s.api.Script(fakeapi.Reply(fourth), fakeapi.Reply(fakeapi.Text("Fourth done.")))
+	n := len(s.api.MainRequests())
+	s.submit(t, "make two files")
+	s.WaitFor(t, 60*time.Second, waitingRequest, `return require("claude").sessions()`, "the fourth prompt in Neovim's queue")
+	s.Exec(t, `vim.cmd("wincmd p") vim.cmd("ClaudeAnswer allow")`)
+	var ft string
+	s.Eval(t, `return vim.bo.filetype`, &ft)
+	if ft != "claude-sessions" || !strings.Contains(panelLines(t, s), "│ touch four2.txt") {
+		t.Fatalf(":ClaudeAnswer allow did not show the two-line request in the panel (%q):\n%s", ft, panelLines(t, s))
+	}
+	if len(s.api.MainRequests()) != n+1 {
+		t.Fatal("the two-line request was allowed from a notice that could not show it")
+	}
+	s.Exec(t, `vim.cmd("normal a")`)
+	if r, ok := s.waitMain(t, n+2).ToolResult(fourth.ID); !ok || r.IsError {
+		t.Fatalf("the request allowed in the panel did not run: %s", r.ResultText())
+	}
+	s.waitHookGone(t)
 }
 
 // With the real CLI in plan mode, the plan the terminal session presents
@@ -200,5 +223,33 @@ func TestCLITerminalPlanSentBack(t *testing.T) {
 		t.Fatalf("the model did not get the comment as the plan's refusal: %s", res.ResultText())
 	}
 	s.WaitFor(t, 30*time.Second, buf+` == -1`, ``, "the plan buffer to go")
+	s.waitHookGone(t)
+
+	// The revised plan, approved with ga in its buffer: the CLI leaves
+	// plan mode (manual mode, as ga says) and the call succeeds.
+	revised := plan + "2. Test hello.txt\n"
+	exit2 := fakeapi.ToolUse("ExitPlanMode", map[string]any{})
+	s.api.Script(fakeapi.Reply(fakeapi.ToolUse("Write", map[string]any{"file_path": m[1], "content": revised})),
+		fakeapi.Reply(exit2), fakeapi.Reply(fakeapi.Text("Starting on the approved plan.")))
+	s.waitScreen(t, 30*time.Second, "I will revise the plan.")
+	s.submit(t, "revise it")
+	const buf2 = `vim.fn.bufnr("claude-plan://t1/t1-2.md")`
+	s.WaitFor(t, 60*time.Second, buf2+` > 0 and #vim.fn.win_findbuf(`+buf2+`) > 0`,
+		`return { sessions = require("claude").sessions(), notes = _G.notes }`, "the revised plan's buffer")
+	s.Exec(t, `vim.api.nvim_set_current_win(vim.fn.win_findbuf(`+buf2+`)[1]) vim.cmd("normal ga")`)
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel2()
+	r, err = s.api.WaitFor(ctx2, func(r fakeapi.Request) bool { _, ok := r.ToolResult(exit2.ID); return r.Main && ok })
+	if err != nil {
+		t.Fatalf("no request answered the approved plan: %v; screen:\n%s", err, s.screen(t))
+	}
+	if res, _ := r.ToolResult(exit2.ID); res.IsError {
+		t.Fatalf("the approved plan's call failed: %s", res.ResultText())
+	}
+	s.waitScreen(t, 30*time.Second, "Starting on the approved plan.")
+	s.waitScreen(t, 30*time.Second, "manual mode on", "? for shortcuts")
+	if strings.Contains(s.screen(t), "plan mode on") {
+		t.Fatalf("the CLI is still in plan mode:\n%s", s.screen(t))
+	}
 	s.waitHookGone(t)
 }

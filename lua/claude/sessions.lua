@@ -827,9 +827,11 @@ function M.answer_in_panel(s, choice)
   if not (first and win) then
     return
   end
-  local top, bottom = api.nvim_win_call(win, function()
-    return vim.fn.line("w0"), vim.fn.line("w$")
+  -- nvim_win_call gives back one value
+  local view = api.nvim_win_call(win, function()
+    return { vim.fn.line("w0"), vim.fn.line("w$") }
   end)
+  local top, bottom = view[1], view[2]
   if first < top or last > bottom then
     api.nvim_win_set_cursor(win, { first, 0 })
     api.nvim_win_call(win, function()
