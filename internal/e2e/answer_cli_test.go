@@ -171,6 +171,24 @@ func TestCLITerminalPromptAnsweredFromNeovim(t *testing.T) {
 		t.Fatalf("the request allowed in the panel did not run: %s", r.ResultText())
 	}
 	s.waitHookGone(t)
+
+	// Denied from Neovim with a reason: Claude hears it, nothing runs.
+	fifth := fakeapi.ToolUse("Bash", map[string]any{"command": "touch denied.txt", "description": "One more"})
+	s.api.Script(fakeapi.Reply(fifth), fakeapi.Reply(fakeapi.Text("Fifth refused.")))
+	s.waitScreen(t, 30*time.Second, "Fourth done.")
+	s.Exec(t, `vim.cmd("close")`) // the panel
+	s.submit(t, "make the denied file")
+	s.WaitFor(t, 60*time.Second, waitingRequest, `return require("claude").sessions()`, "the fifth prompt in Neovim's queue")
+	s.Exec(t, `vim.cmd("wincmd p")
+		vim.ui.input = function(_, on_confirm) on_confirm("name it otherwise") end
+		vim.cmd("ClaudeAnswer deny")`)
+	if r, ok := s.waitMain(t, n+4).ToolResult(fifth.ID); !ok || !r.IsError || !strings.Contains(r.ResultText(), "name it otherwise") {
+		t.Fatalf("the model did not hear the refusal: %v %s", ok, r.ResultText())
+	}
+	if _, err := os.Stat(filepath.Join(s.project, "denied.txt")); err == nil {
+		t.Fatal("the denied command ran")
+	}
+	s.waitHookGone(t)
 }
 
 // With the real CLI in plan mode, the plan the terminal session presents
