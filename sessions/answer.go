@@ -23,8 +23,9 @@ import (
 // pending answers, and its reply carries the decision the hook prints for
 // the CLI. An entry leaves the table exactly once: answered in Neovim
 // (sessions.answer), or dropped because the prompt was answered elsewhere
-// — the call the entry is for ran (PostToolUse), the turn ended or a new
-// one began (Stop, StopFailure, UserPromptSubmit), the CLI killed the hook
+// — the call the entry is for ran (PostToolUse), the next call began
+// (PreToolUse: the CLI asks before one call at a time), the turn ended or
+// a new one began (Stop, StopFailure, UserPromptSubmit), the CLI killed the hook
 // (a prompt dismissed with Esc: the hook cancels its call), the session
 // exited, or the host closes. A dropped entry's hook gets no decision and
 // prints nothing.

@@ -357,3 +357,31 @@ func TestDecide(t *testing.T) {
 		})
 	}
 }
+
+// With answering on, only the PermissionRequest hook waits, with the long
+// timeout; off, every hook is quick.
+func TestHookSettingsAnswer(t *testing.T) {
+	for _, answer := range []bool{false, true} {
+		var got struct {
+			Hooks map[string][]struct {
+				Hooks []struct {
+					Command string `json:"command"`
+					Timeout int    `json:"timeout"`
+				} `json:"hooks"`
+			} `json:"hooks"`
+		}
+		if err := json.Unmarshal([]byte(HookSettings("/bin/nc", "t3", answer)), &got); err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range HookEvents {
+			h := got.Hooks[ev][0].Hooks[0]
+			cmd, timeout := "/bin/nc hook "+ev+" t3", 5
+			if answer && ev == "PermissionRequest" {
+				cmd, timeout = cmd+" wait", AnswerTimeout
+			}
+			if h.Command != cmd || h.Timeout != timeout {
+				t.Fatalf("answer %v, %s: %q %d, want %q %d", answer, ev, h.Command, h.Timeout, cmd, timeout)
+			}
+		}
+	}
+}

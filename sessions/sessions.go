@@ -10,7 +10,9 @@
 // <id>`, which reaches this host over the editor tools' private,
 // token-checked socket and calls the HookMethod method; and from the diffs
 // the CLI has open (Lua reports them). With the user's hooks disabled only
-// the diffs tell.
+// the diffs tell. The terminal's permission prompts and plans can be
+// answered from Neovim too: its PermissionRequest hook waits for the
+// answer while the CLI shows its own prompt (answer.go).
 //
 // Every text a session shows (its name, what it waits for, the request it
 // is asked to allow: Request) comes from outside and is made displayable

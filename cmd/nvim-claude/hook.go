@@ -19,7 +19,9 @@ import (
 )
 
 // The hook entry point's limits: the CLI waits for a hook, so ours gives
-// up quickly, and reads no more of its input than a digest needs.
+// up quickly (but for the PermissionRequest hook that waits for Neovim's
+// answer, which the CLI does not wait for), and reads no more of its
+// input than a digest needs.
 const (
 	hookDeadline = 3 * time.Second
 	// hookMaxInput bounds the hook input read: a PreToolUse for a large
