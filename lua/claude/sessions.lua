@@ -16,6 +16,7 @@ local term_ids = {} -- terminal buffer → session id
 local term_bufs = {} -- session id → terminal buffer
 local panel = { buf = nil }
 local handing = {} -- session id → true: hand it over when its turn ends
+local plans = {} -- request id → { buf, text }: a terminal's plan buffer
 
 local function server()
   return package.loaded["claude.server"]
@@ -35,9 +36,9 @@ local function request(method, params)
   if not running() then
     return nil
   end
-  local ok, res = pcall(server().request, method, params)
+  local ok, res, err = pcall(server().request, method, params)
   if ok then
-    return res
+    return res, err
   end
   return nil, res
 end
@@ -383,6 +384,11 @@ function M.detach()
   pending_id = nil
   open_tabs = {}
   handing = {}
+  -- the prompts they were for are gone with the host
+  for _, p in pairs(plans) do
+    require("claude.plan").close(p.buf)
+  end
+  plans = {}
 end
 
 -- :ClaudeSessions --------------------------------------------------------------
@@ -629,8 +635,6 @@ end
 -- The host holds the CLI's PermissionRequest hook until the user answers
 -- here or in the terminal (the CLI takes the first answer); what the
 -- terminal settled leaves the list ("sessions.answered").
-
-local plans = {} -- request id → { buf, text }: a terminal's plan buffer
 
 -- answerable: the request of terminal session s that Neovim can answer
 -- (not one a pending diff shows better: that is answered in the diff).
