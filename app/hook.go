@@ -18,3 +18,18 @@ func HookRequest(input json.RawMessage) (text, description string, lines int, cu
 	text, cut = sessions.CutText(text, sessions.MaxRequestText)
 	return text, description, lines, cut
 }
+
+// HookOutput is what the hook entry point prints for the CLI when its
+// PermissionRequest call comes back with the host's reply (the sessions
+// feature's rule: sessions.HookOutput); nil: nothing, the CLI keeps its own
+// prompt.
+func HookOutput(reply []byte, tool string, input, suggestions json.RawMessage) ([]byte, error) {
+	return sessions.HookOutput(reply, tool, input, suggestions)
+}
+
+// HookPlanMax and HookPlanTool are the sessions feature's cap on the plan
+// a hook sends, and the tool that presents one.
+const (
+	HookPlanMax  = sessions.MaxPlan
+	HookPlanTool = sessions.PlanTool
+)

@@ -19,8 +19,12 @@ import (
 // command, never instead of it.
 type Request struct {
 	Tool string `json:"tool"`
-	// RequestID is a chat's can_use_tool request id ("" for a terminal).
+	// RequestID is a chat's can_use_tool request id, or the id of a
+	// terminal's prompt that Neovim can answer (sessions.answer); "" for
+	// a terminal's prompt answered in the terminal only.
 	RequestID string `json:"request_id,omitempty"`
+	// Kind is "plan" for a plan to approve (ExitPlanMode), else "".
+	Kind string `json:"kind,omitempty"`
 	// Lines are the input, displayable.
 	Lines []string `json:"lines"`
 	// LineCount is how many lines the input has.

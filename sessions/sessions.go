@@ -10,7 +10,9 @@
 // <id>`, which reaches this host over the editor tools' private,
 // token-checked socket and calls the HookMethod method; and from the diffs
 // the CLI has open (Lua reports them). With the user's hooks disabled only
-// the diffs tell.
+// the diffs tell. The terminal's permission prompts and plans can be
+// answered from Neovim too: its PermissionRequest hook waits for the
+// answer while the CLI shows its own prompt (answer.go).
 //
 // Every text a session shows (its name, what it waits for, the request it
 // is asked to allow: Request) comes from outside and is made displayable
@@ -64,8 +66,10 @@ const DiffWaiting = "diff: "
 const HookMethod = "nvim-claude/hook"
 
 // MaxHookParams bounds a hook call's parameters: the hook command sends a
-// digest of the CLI's hook input, never a file's contents.
-const MaxHookParams = 64 << 10
+// digest of the CLI's hook input, never a file's contents; the largest is
+// a plan (MaxPlan, each byte escaped in JSON as up to six), within the
+// editor tools' socket's message limit.
+const MaxHookParams = 6*MaxPlan + 64<<10
 
 // chatRequest is the request of a chat's "permission" event (tool, input,
 // description, request_id).
@@ -134,6 +138,9 @@ type Session struct {
 	// edited: when the CLI last started an edit tool (PreToolUse), to
 	// tell whose a diff is when several terminals run.
 	edited time.Time
+	// plan is the plan file a terminal's model last wrote (planCut: cut
+	// at MaxPlan): in plan mode its ExitPlanMode carries no plan.
+	plan, planCut string
 }
 
 // waitingFor is what x waits for when a prompt is what says so: an open
@@ -191,12 +198,16 @@ type Sessions struct {
 	// private is the 0700 directory of the settings layers that carry a
 	// user's --settings file ("" until one is needed); removed by Close.
 	private string
+	// answers are the terminals' prompts whose hooks wait for Neovim's
+	// answer, by request id (answer.go).
+	answers   map[string]*pendingAnswer
+	answerSeq int
 }
 
 // New makes the feature.
 func New(h host.Host) *Sessions {
 	return &Sessions{h: h, log: h.Logger().With("feature", "sessions"), now: time.Now, bin: executable,
-		byID: map[string]*Session{}, diffOwner: map[string]string{}}
+		byID: map[string]*Session{}, diffOwner: map[string]string{}, answers: map[string]*pendingAnswer{}}
 }
 
 // Name names the feature.
@@ -209,6 +220,8 @@ func (s *Sessions) Hooks() host.Hooks {
 			"sessions.list":     host.Request("sessions.list", s.handleList),
 			"sessions.terminal": host.Request("sessions.terminal", s.handleTerminal),
 			"sessions.update":   host.Request("sessions.update", s.handleUpdate),
+			"sessions.answer":   host.Request("sessions.answer", s.handleAnswer),
+			"sessions.plan":     host.Request("sessions.plan", s.handlePlan),
 		},
 		// the first options come as the host starts
 		Options: func(host.Options) error { s.sweepOnce.Do(s.sweep); return nil },
@@ -216,8 +229,10 @@ func (s *Sessions) Hooks() host.Hooks {
 	}
 }
 
-// Close removes the settings files the feature wrote.
+// Close removes the settings files the feature wrote, and lets every
+// hook that waits for an answer go (the CLIs keep their own prompts).
 func (s *Sessions) Close() {
+	s.dropAll()
 	s.mu.Lock()
 	dir := s.private
 	s.private = ""
@@ -351,6 +366,9 @@ type terminalParams struct {
 	// the CLI (a file, relative to Dir, or JSON): the CLI keeps only the
 	// last --settings, so ours must carry the user's.
 	UserSettings string `json:"user_settings"`
+	// Answer: the session's permission prompts can be answered from
+	// Neovim (its PermissionRequest hook waits for the answer).
+	Answer bool `json:"answer"`
 }
 
 // TerminalInfo is what Lua needs to launch a terminal session.
@@ -379,9 +397,9 @@ func (s *Sessions) handleTerminal(_ context.Context, p terminalParams) (any, err
 	s.tick++
 	s.byID[id] = &Session{ID: id, Name: name, Dir: p.Dir, Mode: ModeTerminal, State: Idle, Since: s.now().Unix(), order: s.seq, used: s.tick}
 	s.mu.Unlock()
-	info := TerminalInfo{ID: id, Settings: HookSettings(s.bin(), id)}
+	info := TerminalInfo{ID: id, Settings: HookSettings(s.bin(), id, p.Answer)}
 	if p.UserSettings != "" {
-		merged, err := LayerSettings(p.UserSettings, p.Dir, s.bin(), id)
+		merged, err := LayerSettings(p.UserSettings, p.Dir, s.bin(), id, p.Answer)
 		if err == nil && !strings.HasPrefix(strings.TrimSpace(p.UserSettings), "{") {
 			// a file's settings (an env with a key …) must not go on
 			// the command line, which every local user can read
@@ -418,7 +436,7 @@ func (s *Sessions) uniqueNameLocked(name string) string {
 // (JSON, or a file relative to dir): the CLI keeps only the last
 // --settings it is given, so the layer we add must hold the user's
 // settings, with our hooks after the user's for each event.
-func LayerSettings(user, dir, bin, id string) (string, error) {
+func LayerSettings(user, dir, bin, id string, answer bool) (string, error) {
 	raw := []byte(user)
 	if t := strings.TrimSpace(user); !strings.HasPrefix(t, "{") {
 		path := user
@@ -438,7 +456,7 @@ func LayerSettings(user, dir, bin, id string) (string, error) {
 	var ours struct {
 		Hooks map[string][]any `json:"hooks"`
 	}
-	_ = json.Unmarshal([]byte(HookSettings(bin, id)), &ours)
+	_ = json.Unmarshal([]byte(HookSettings(bin, id, answer)), &ours)
 	hooks, ok := doc["hooks"].(map[string]any)
 	if doc["hooks"] != nil && !ok {
 		return "", errors.New(`the "hooks" of your --settings is not an object`)
@@ -471,12 +489,19 @@ func clip(s string, n int) string {
 // HookSettings is the settings layer (--settings JSON) whose hooks call
 // `<bin> hook <event> <id>`. The CLI merges it with the user's settings:
 // the user's own hooks still run (checked against the real CLI). Our hooks
-// are quick and always succeed, so they never hold up the CLI.
-func HookSettings(bin, id string) string {
+// are quick and always succeed, so they never hold up the CLI; with
+// answer, the PermissionRequest hook (`… <id> wait`) waits for Neovim's
+// answer (up to AnswerTimeout) while the CLI shows its own prompt, which
+// it does not hold up either (answer.go).
+func HookSettings(bin, id string, answer bool) string {
 	hooks := map[string]any{}
 	for _, ev := range HookEvents {
+		cmd, timeout := shellQuote(bin)+" hook "+ev+" "+id, 5
+		if answer && ev == "PermissionRequest" {
+			cmd, timeout = cmd+" wait", AnswerTimeout
+		}
 		entry := map[string]any{"hooks": []any{map[string]any{
-			"type": "command", "command": shellQuote(bin) + " hook " + ev + " " + id, "timeout": 5,
+			"type": "command", "command": cmd, "timeout": timeout,
 		}}}
 		switch ev {
 		case "PreToolUse", "PostToolUse", "PermissionRequest":
@@ -546,7 +571,9 @@ func (s *Sessions) handleUpdate(_ context.Context, p updateParams) (any, error) 
 		return nil, nil
 	case "exited":
 		x.diffs, x.prompt = 0, false
+		gone := s.dropLocked(x.ID, nil)
 		s.setLocked(x, Exited, "")
+		s.answered(x.ID, gone, ByGone)
 		s.removeFile(p.ID)
 	case "seen":
 		if x.State == Done {
@@ -653,9 +680,18 @@ type HookCall struct {
 	InputCut    string `json:"input_cut,omitempty"`
 	InputLines  string `json:"input_lines,omitempty"`
 	Description string `json:"description,omitempty"`
+	// InputKey is a digest of the tool's input (PermissionRequest,
+	// PostToolUse): the call that ran is the prompt that was answered.
+	InputKey string `json:"input_key,omitempty"`
+	// Wait ("1"): the PermissionRequest hook waits for Neovim's answer.
+	Wait string `json:"wait,omitempty"`
+	// Plan is the plan an ExitPlanMode prompt presents (PlanCut "1": it
+	// lost its end, at MaxPlan).
+	Plan    string `json:"plan,omitempty"`
+	PlanCut string `json:"plan_cut,omitempty"`
 }
 
-func (s *Sessions) handleHook(_ context.Context, req *mcp.MethodRequest) (any, error) {
+func (s *Sessions) handleHook(ctx context.Context, req *mcp.MethodRequest) (any, error) {
 	if len(req.Params) > MaxHookParams {
 		return nil, &mcp.Error{Code: mcp.CodeInvalidParams, Message: "hook parameters too large"}
 	}
@@ -663,23 +699,42 @@ func (s *Sessions) handleHook(_ context.Context, req *mcp.MethodRequest) (any, e
 	if err := json.Unmarshal(req.Params, &c); err != nil {
 		return nil, &mcp.Error{Code: mcp.CodeInvalidParams, Message: "bad hook parameters: " + err.Error()}
 	}
-	if err := s.Hook(c); err != nil {
+	p, err := s.hook(c)
+	if err != nil {
 		return nil, &mcp.Error{Code: mcp.CodeInvalidParams, Message: err.Error()}
+	}
+	if p != nil {
+		// the hook's connection is the wait's context: its end (the
+		// hook cancels its call when the CLI kills it) drops the prompt
+		d, err := s.await(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		if d != nil {
+			return hookAnswer{Decision: d}, nil
+		}
 	}
 	return map[string]any{}, nil
 }
 
 // Hook applies one hook call to its terminal session.
 func (s *Sessions) Hook(c HookCall) error {
+	_, err := s.hook(c)
+	return err
+}
+
+// hook applies hook call c; for a PermissionRequest that waits for an
+// answer, it returns the prompt's entry in the table of pending answers.
+func (s *Sessions) hook(c HookCall) (*pendingAnswer, error) {
 	s.mu.Lock()
 	x := s.byID[c.Session]
 	if x == nil || x.Mode != ModeTerminal {
 		s.mu.Unlock()
-		return fmt.Errorf("no terminal session %q", c.Session)
+		return nil, fmt.Errorf("no terminal session %q", c.Session)
 	}
 	if x.State == Exited {
 		s.mu.Unlock()
-		return nil
+		return nil, nil
 	}
 	if id := cliSessionID(c.ClaudeSession); id != "" {
 		x.ClaudeSession = id
@@ -687,27 +742,62 @@ func (s *Sessions) Hook(c HookCall) error {
 	c.Tool = display.Line(c.Tool, maxTool)
 	c.Message = display.Line(c.Message, maxWaiting)
 	s.log.Debug("hook", "session", c.Session, "event", c.Event, "tool", c.Tool, "type", c.NotificationType)
+	var p *pendingAnswer
+	var settled []string // waiting prompts answered in the terminal
 	switch c.Event {
 	case "UserPromptSubmit", "PreToolUse", "PostToolUse":
 		if c.Event == "UserPromptSubmit" {
 			s.tick++
 			x.used = s.tick
 		}
-		// A tool ran or is about to: whatever prompt there was is answered.
-		x.prompt = false
-		x.Request = nil
+		// A tool ran or is about to: the prompt before it is answered. The
+		// CLI asks before one call at a time, after that call's PreToolUse
+		// (checked against the real CLI): a PreToolUse settles every
+		// prompt before it, a PostToolUse the one of its call.
+		if c.Event == "PostToolUse" {
+			settled = s.ranLocked(x.ID, c)
+			if c.Plan != "" {
+				// the plan file the model wrote: what its ExitPlanMode
+				// presents
+				x.plan, x.planCut = c.Plan, c.PlanCut
+			}
+		} else {
+			settled = s.dropLocked(x.ID, nil)
+		}
 		if c.Event == "PreToolUse" && editTools[c.Tool] {
 			x.edited = s.now()
 		}
+		if left := s.pendingOfLocked(x.ID); len(left) > 0 {
+			x.Request = left[0].req
+			x.prompt = true
+			s.setLocked(x, NeedsInput, x.waitingFor(x.Request.waiting()))
+			break
+		}
+		x.prompt = false
+		x.Request = nil
 		if x.diffs > 0 {
 			s.mu.Unlock()
-			return nil
+			break
 		}
 		s.setLocked(x, Working, "")
 	case "PermissionRequest":
 		x.prompt = true
+		if c.Tool == PlanTool && c.Plan == "" {
+			c.Plan, c.PlanCut = x.plan, x.planCut
+		}
+		if c.Tool == PlanTool && strings.TrimSpace(c.Input) == "" && c.Plan != "" {
+			// the plan is what this prompt allows: its start and end show
+			text, cut := CutText(c.Plan, MaxRequestText)
+			c.Input, c.InputLines, c.InputCut = text, strconv.Itoa(strings.Count(strings.TrimRight(c.Plan, "\n"), "\n")+1), ""
+			if cut || c.PlanCut != "" {
+				c.InputCut = "1"
+			}
+		}
 		lines, _ := strconv.Atoi(c.InputLines)
 		x.Request = newRequest(c.Tool, c.Input, c.Description, c.InputCut != "", lines)
+		if c.Wait != "" {
+			p = s.addAnswerLocked(x, c)
+		}
 		s.setLocked(x, NeedsInput, x.waitingFor(x.Request.waiting()))
 	case "Notification":
 		// Only a question waits for the user: idle_prompt ("Claude is
@@ -715,7 +805,7 @@ func (s *Sessions) Hook(c HookCall) error {
 		// (auth_success, agent_completed, push_notification …) just inform.
 		if !askNotifications[c.NotificationType] {
 			s.mu.Unlock()
-			return nil
+			return nil, nil
 		}
 		waiting := c.Message
 		if x.prompt && x.Request != nil {
@@ -727,12 +817,14 @@ func (s *Sessions) Hook(c HookCall) error {
 		s.setLocked(x, NeedsInput, x.waitingFor(waiting))
 	case "Stop", "StopFailure":
 		x.prompt, x.diffs = false, 0
+		settled = s.dropLocked(x.ID, nil)
 		s.setLocked(x, Done, "")
 	default:
 		s.mu.Unlock()
-		return fmt.Errorf("unknown hook event %q", c.Event)
+		return nil, fmt.Errorf("unknown hook event %q", c.Event)
 	}
-	return nil
+	s.answered(c.Session, settled, ByTerminal)
+	return p, nil
 }
 
 // ChatEvent hears a chat's events (chat id, its cwd, the event) as the

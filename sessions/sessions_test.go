@@ -26,14 +26,19 @@ import (
 
 // fakeHost records the events the feature emits.
 type fakeHost struct {
-	mu     sync.Mutex
-	events []map[string]any
+	mu       sync.Mutex
+	events   []map[string]any
+	answered []string // sessions.answered: "<request id> by <how>"
 }
 
 func (h *fakeHost) Logger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 func (h *fakeHost) Emit(event string, data any) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if event == "sessions.answered" {
+		d := data.(map[string]any)
+		h.answered = append(h.answered, d["request_id"].(string)+" by "+d["by"].(string))
+	}
 	if event == "sessions.state" {
 		d := data.(map[string]any)
 		if x := d["session"].(Session); x.ID != d["id"] || x.State != d["state"] {

@@ -28,7 +28,12 @@ func run(args []string, stdin io.Reader, stdout io.WriteCloser, stderr io.Writer
 		return runMCP(stdin, stdout, stderr, os.Getenv)
 	}
 	if len(args) > 0 && args[0] == "hook" {
-		return runHook(args[1:], stdin, stderr, os.Getenv)
+		// the CLI ends a hook with SIGTERM (a dismissed prompt, a
+		// timeout); a waiting PermissionRequest hook then lets its call go
+		stop := make(chan os.Signal, 1)
+		signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+		defer signal.Stop(stop)
+		return runHook(args[1:], stdin, stdout, stderr, os.Getenv, stop)
 	}
 	fs := flag.NewFlagSet("nvim-claude", flag.ContinueOnError)
 	fs.SetOutput(stderr)

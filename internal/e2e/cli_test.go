@@ -97,8 +97,8 @@ func startSession(t *testing.T, o sessionOpts) *session {
 		"the CLI to connect with its pid")
 	s.st = e.status(t)
 	// The footer of a ready prompt: "? for shortcuts" in default mode,
-	// "accept edits on" in acceptEdits mode.
-	s.waitScreen(t, 60*time.Second, "? for shortcuts", "accept edits on")
+	// "accept edits on" in acceptEdits mode, "plan mode on" in plan mode.
+	s.waitScreen(t, 60*time.Second, "? for shortcuts", "accept edits on", "plan mode on")
 	return s
 }
 

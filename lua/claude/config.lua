@@ -161,6 +161,7 @@ function M.defaults()
     },
     sessions = {
       hooks = true, -- the CLI :ClaudeStart launches reports its state through hooks (layered over yours)
+      answer = true, -- its permission prompts and plans can be answered from Neovim too (:ClaudeAnswer, :ClaudeSessions)
       notify = true, -- vim.notify when a hidden session needs input or finishes
       notifier = nil, -- e.g. { "notify-send", "Claude" }: run with the message appended
     },
@@ -469,6 +470,7 @@ local schema = {
   sessions = {
     table = {
       hooks = { types = { "boolean" } },
+      answer = { types = { "boolean" } },
       notify = { types = { "boolean" } },
       notifier = { types = { "table" }, check = list_of_strings },
     },

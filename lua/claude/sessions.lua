@@ -16,6 +16,7 @@ local term_ids = {} -- terminal buffer → session id
 local term_bufs = {} -- session id → terminal buffer
 local panel = { buf = nil }
 local handing = {} -- session id → true: hand it over when its turn ends
+local plans = {} -- request id → { buf, text }: a terminal's plan buffer
 
 local function server()
   return package.loaded["claude.server"]
@@ -35,9 +36,9 @@ local function request(method, params)
   if not running() then
     return nil
   end
-  local ok, res = pcall(server().request, method, params)
+  local ok, res, err = pcall(server().request, method, params)
   if ok then
-    return res
+    return res, err
   end
   return nil, res
 end
@@ -120,7 +121,10 @@ function M.terminal_args(args, tools, cwd)
     end
   end
   local want = opts().hooks and tools and tools.socket
-  local res = request("sessions.terminal", { dir = cwd or vim.fn.getcwd(-1, -1), user_settings = want and user or nil })
+  local res = request(
+    "sessions.terminal",
+    { dir = cwd or vim.fn.getcwd(-1, -1), user_settings = want and user or nil, answer = want and opts().answer ~= false or nil }
+  )
   if type(res) ~= "table" or not res.id then
     return args
   end
@@ -267,6 +271,12 @@ end
 --- The host's "sessions.<event>" events. They arrive inside the host's
 --- request: nothing here may ask the host back.
 function M._on_event(event, data)
+  if event == "answered" and type(data) == "table" then
+    vim.schedule(function()
+      M._settled(data)
+    end)
+    return
+  end
   if event ~= "state" or type(data) ~= "table" or type(data.session) ~= "table" then
     return
   end
@@ -287,6 +297,14 @@ function M._on_event(event, data)
     end
     if data.state ~= data.previous then
       M._handover_due(s, data.state)
+    end
+    if data.state == "needs input" and s.mode == "terminal" and type(s.request) == "table" and s.request.kind == "plan" then
+      -- the plan opens above the terminal that presents it, as a chat's
+      -- above its transcript (a hidden one's on :ClaudeAnswer)
+      local shown_plan, err = pcall(M.open_plan, s, false)
+      if not shown_plan then
+        util.notify("nvim-claude: cannot open the plan: " .. util.display(err, 200), vim.log.levels.ERROR)
+      end
     end
     if panel.buf and api.nvim_buf_is_valid(panel.buf) then
       local drawn, err = pcall(M._render)
@@ -389,6 +407,11 @@ function M.detach()
   pending_id = nil
   open_tabs = {}
   handing = {}
+  -- the prompts they were for are gone with the host
+  for _, p in pairs(plans) do
+    require("claude.plan").close(p.buf)
+  end
+  plans = {}
 end
 
 -- :ClaudeSessions --------------------------------------------------------------
@@ -474,7 +497,10 @@ function M._render()
     table.insert(lines, "(no session: :ClaudeStart or :ClaudeChat starts one)")
   end
   table.insert(lines, "")
-  table.insert(lines, "<CR> jump · x stop · r rename · h continue in the other mode · w new session in a worktree · F finish its worktree · D discard its worktree · q close")
+  table.insert(
+    lines,
+    "<CR> jump · a allow · A always (session) · d deny · x stop · r rename · h continue in the other mode · w new session in a worktree · F finish its worktree · D discard its worktree · q close"
+  )
   vim.bo[buf].modifiable = true
   api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   vim.bo[buf].modifiable = false
@@ -532,6 +558,14 @@ function M.open()
         M.stop(s)
       end
     end, "nvim-claude: stop the session")
+    for key, choice in pairs({ a = "allow", A = "always", d = "deny" }) do
+      util.map(panel.buf, key, function()
+        local s = under_cursor()
+        if s then
+          M.answer_in_panel(s, choice)
+        end
+      end, "nvim-claude: " .. choice .. " what the session asks")
+    end
     util.map(panel.buf, "r", function()
       local s = under_cursor()
       if not s then
@@ -628,6 +662,273 @@ local function not_shown(s, r, how)
   util.notify(table.concat(lines, "\n"), vim.log.levels.WARN)
 end
 
+-- A terminal's prompts answered from Neovim ------------------------------------
+-- The host holds the CLI's PermissionRequest hook until the user answers
+-- here or in the terminal (the CLI takes the first answer); what the
+-- terminal settled leaves the list ("sessions.answered").
+
+-- answerable: the request of terminal session s that Neovim can answer
+-- (not one a pending diff shows better: that is answered in the diff).
+local function answerable(s)
+  local r = s.mode == "terminal" and s.state == "needs input" and s.request
+  if type(r) == "table" and type(r.request_id) == "string" and r.request_id ~= "" and not (s.waiting or ""):find("^diff: ") then
+    return r
+  end
+end
+
+local function redraw_panel()
+  if panel.buf and api.nvim_buf_is_valid(panel.buf) then
+    refresh()
+    pcall(M._render)
+  end
+end
+
+-- send answers the terminal prompt r of s; it says why when it cannot.
+local function send(s, r, params)
+  params.request_id = r.request_id
+  local res, err = request("sessions.answer", params)
+  if res == nil then
+    util.notify("nvim-claude: " .. name_of(s) .. ": " .. util.display(err or "the host is not running", 300), vim.log.levels.WARN)
+    return false
+  end
+  redraw_panel()
+  return true
+end
+
+-- deny sends r back: a plan with the user's edits as comments when there
+-- are, else with the reason asked for (empty: just denied).
+local function deny(s, r)
+  local prompt = "Reason for Claude (empty: just deny): "
+  if r.kind == "plan" then
+    local p = plans[r.request_id]
+    local comments = p and require("claude.plan").comments(p.buf, p.text)
+    if comments then
+      send(s, r, { behavior = "deny", message = comments })
+      return
+    end
+    prompt = "What should change in the plan? "
+  end
+  vim.ui.input({ prompt = prompt }, function(reason)
+    if reason == nil then
+      return -- cancelled: the prompt stays
+    end
+    reason = vim.trim(reason)
+    send(s, r, { behavior = "deny", message = reason ~= "" and reason or nil })
+  end)
+end
+
+--- Opens the plan terminal session s presents (ExitPlanMode) in a markdown
+--- buffer — above the session's terminal when this tab page shows it;
+--- with focus, above the current window too, and goes there. Its keys are
+--- the chat's: :w sends the edits back as comments, ga approves (manual
+--- mode), gA approves and accepts edits. Returns the buffer.
+function M.open_plan(s, focus)
+  local r = answerable(s)
+  if not (r and r.kind == "plan") then
+    return nil
+  end
+  local p = plans[r.request_id]
+  if not (p and api.nvim_buf_is_valid(p.buf)) then
+    local res, err = request("sessions.plan", { request_id = r.request_id })
+    if type(res) ~= "table" then
+      util.notify("nvim-claude: cannot show the plan: " .. util.display(err or "the host is not running", 300), vim.log.levels.WARN)
+      return nil
+    end
+    local lines = {}
+    for _, l in ipairs(type(res.lines) == "table" and res.lines or {}) do
+      table.insert(lines, util.display(l, 0))
+    end
+    local text = table.concat(lines, "\n")
+    p = { text = text }
+    p.buf = require("claude.plan").create({
+      name = string.format("claude-plan://%s/%s.md", s.id, (r.request_id:gsub("/", "-"))),
+      plan = text,
+      var = { session = s.id, request_id = r.request_id },
+      augroup = api.nvim_create_augroup("nvim-claude-sessions-plans", { clear = false }),
+      on_comments = function(comments)
+        send(s, r, { behavior = "deny", message = comments })
+      end,
+      on_approve = function(mode)
+        if res.cut == true then
+          util.notify("nvim-claude: this plan is too long to show here in full: approve it in the terminal, or :w your comments", vim.log.levels.WARN)
+          return
+        end
+        send(s, r, { behavior = "allow", mode = mode })
+      end,
+    })
+    plans[r.request_id] = p
+  end
+  local wins = vim.fn.win_findbuf(p.buf)
+  if #wins > 0 then
+    if focus then
+      api.nvim_set_current_win(wins[1])
+    end
+    return p.buf
+  end
+  local at
+  for _, w in ipairs(api.nvim_tabpage_list_wins(0)) do
+    if term_bufs[s.id] and api.nvim_win_get_buf(w) == term_bufs[s.id] then
+      at = w
+      break
+    end
+  end
+  if not (at or focus) then
+    return p.buf -- the terminal is elsewhere: :ClaudeAnswer shows the plan
+  end
+  local cur = api.nvim_get_current_win()
+  api.nvim_win_call(at or cur, function()
+    vim.cmd("aboveleft split")
+    api.nvim_win_set_buf(0, p.buf)
+  end)
+  if focus then
+    api.nvim_set_current_win(vim.fn.win_findbuf(p.buf)[1])
+  elseif api.nvim_win_is_valid(cur) then
+    api.nvim_set_current_win(cur)
+  end
+  return p.buf
+end
+
+--- A terminal's prompt left the list (the host's "sessions.answered":
+--- {id, request_id, by = "neovim", "terminal" or "gone"}): its plan buffer
+--- goes, saying so when the answer came from elsewhere.
+function M._settled(data)
+  local p = plans[data.request_id]
+  plans[data.request_id] = nil
+  if p then
+    require("claude.plan").close(p.buf)
+    if data.by == "terminal" then
+      util.notify("nvim-claude: the plan was answered in the terminal", vim.log.levels.INFO)
+    elseif data.by == "gone" then
+      util.notify("nvim-claude: the plan is no longer asked for (the CLI withdrew it)", vim.log.levels.INFO)
+    end
+  end
+  redraw_panel()
+end
+
+-- panel_rows: the first and last line of session s in the panel.
+local function panel_rows(s)
+  local first, last
+  for row, id in pairs(panel.ids or {}) do
+    if id == s.id then
+      first = math.min(first or row, row)
+      last = math.max(last or row, row)
+    end
+  end
+  return first, last
+end
+
+--- Answers what session s asks from the :ClaudeSessions panel (a, A, d):
+--- a terminal's permission prompt, allowed only when the panel shows all
+--- of it on screen (otherwise it is brought into view and this press
+--- allows nothing), a plan (it opens; approve it there), or a chat's
+--- prompt (shown in the chat, answered there).
+function M.answer_in_panel(s, choice)
+  if s.mode == "chat" then
+    M.jump(s)
+    local c = chat_of(s)
+    if c and s.state == "needs input" then
+      require("claude.chat.permission").jump(c)
+      util.notify("nvim-claude: answer the chat's prompt there, with the cursor on it", vim.log.levels.INFO)
+    end
+    return
+  end
+  local r = answerable(s)
+  if not r then
+    util.notify(
+      s.state == "needs input" and ("nvim-claude: " .. name_of(s) .. " is answered in the terminal (or its diff): <CR> goes there")
+        or ("nvim-claude: " .. name_of(s) .. " asks nothing"),
+      vim.log.levels.INFO
+    )
+    return
+  end
+  if choice == "deny" then
+    deny(s, r)
+    return
+  end
+  if r.kind == "plan" then
+    M.open_plan(s, true)
+    util.notify("nvim-claude: read the plan: ga approves it, gA approves and accepts edits, :w sends your edits back", vim.log.levels.INFO)
+    return
+  end
+  if r.whole == false then
+    util.notify(
+      "nvim-claude: not allowed: this request is too long to show here in full; allow it in the terminal, or deny it (d)",
+      vim.log.levels.WARN
+    )
+    return
+  end
+  local first, last = panel_rows(s)
+  local win = vim.fn.win_findbuf(panel.buf)[1]
+  if not (first and win) then
+    return
+  end
+  -- nvim_win_call gives back one value
+  local view = api.nvim_win_call(win, function()
+    return { vim.fn.line("w0"), vim.fn.line("w$") }
+  end)
+  local top, bottom = view[1], view[2]
+  if first < top or last > bottom then
+    api.nvim_win_set_cursor(win, { first, 0 })
+    api.nvim_win_call(win, function()
+      pcall(vim.cmd, "normal! zt")
+    end)
+    util.notify("nvim-claude: the whole request is on screen now: read it, then press the key again", vim.log.levels.WARN)
+    return
+  end
+  send(s, r, { behavior = "allow", scope = choice == "always" and "session" or "once" })
+end
+
+-- answer_terminal: :ClaudeAnswer [choice] at the terminal prompt r of s
+-- that Neovim can answer. Without a choice it shows the prompt (the
+-- terminal, the request in a notice; a plan in its buffer); an allow is
+-- given when the notice can show all of the request (else the panel shows
+-- it, and a or A there allows it); a plan is approved from its buffer.
+local function answer_terminal(s, r, choice)
+  if r.kind == "plan" then
+    -- approved from its buffer only: the plan is what the user reads
+    local p = plans[r.request_id]
+    local here = p ~= nil and api.nvim_get_current_buf() == p.buf
+    local b = M.open_plan(s, choice ~= "deny")
+    if choice == "deny" then
+      deny(s, r)
+    elseif choice and here then
+      send(s, r, { behavior = "allow", mode = "manual" })
+    elseif b then
+      util.notify("nvim-claude: read the plan: ga approves it, gA approves and accepts edits, :w sends your edits back", vim.log.levels.INFO)
+    end
+    return
+  end
+  if choice == "deny" then
+    deny(s, r)
+    return
+  end
+  if choice and r.fits == true then
+    send(s, r, { behavior = "allow", scope = choice == "always" and "session" or "once" })
+    return
+  end
+  if choice then
+    if r.whole == false then
+      util.notify(
+        "nvim-claude: not allowed: the request of " .. name_of(s) .. " is too long to show here in full; allow it in the terminal, or deny it",
+        vim.log.levels.WARN
+      )
+      return
+    end
+    M.open()
+    local first = panel_rows(s)
+    if first then
+      api.nvim_win_set_cursor(0, { first, 0 })
+      pcall(vim.cmd, "normal! zt")
+    end
+    not_shown(s, r, "allow it in the panel (a, or A for the session), or in the terminal")
+    return
+  end
+  M.jump(s)
+  local lines = { string.format("nvim-claude: %s asks to allow (answer in the terminal, or :ClaudeAnswer allow|always|deny):", name_of(s)) }
+  vim.list_extend(lines, request_view(r, "  "))
+  util.notify(table.concat(lines, "\n"), vim.log.levels.WARN)
+end
+
 --- :ClaudeAnswer [allow|always|deny]. In a chat's transcript it answers
 --- the prompt under the cursor (with the cursor elsewhere there, it says
 --- where the waiting one is). Anywhere else it goes to the session that
@@ -636,11 +937,12 @@ end
 --- terminal at the CLI's prompt (with the request it is asked to allow,
 --- in a notice) — and, given a choice, answers it: a chat's can_use_tool
 --- request (always: for the session), the terminal's diff (allow and
---- always accept, deny rejects). An allow is given from elsewhere only
---- when the one-line notice showed all of the input; otherwise the
---- request is shown and the allow waits for a second :ClaudeAnswer at it.
---- A terminal's own prompt can only be answered in the terminal. Returns
---- the session, or nil when none waits.
+--- always accept, deny rejects), the terminal's permission prompt (through
+--- the CLI's PermissionRequest hook: answer_terminal) or its plan (in the
+--- plan buffer). An allow is given from elsewhere only when the one-line
+--- notice showed all of the input; otherwise the request is shown and the
+--- allow waits for a second :ClaudeAnswer at it (a terminal's: a or A in
+--- :ClaudeSessions). Returns the session, or nil when none waits.
 function M.answer(choice)
   if choice == "" then
     choice = nil
@@ -713,6 +1015,11 @@ function M.answer(choice)
       end
     end
   end
+  local ar = answerable(oldest)
+  if ar then
+    answer_terminal(oldest, ar, choice)
+    return oldest
+  end
   M.jump(oldest)
   local r = oldest.request
   if type(r) == "table" then
@@ -721,7 +1028,7 @@ function M.answer(choice)
     util.notify(table.concat(lines, "\n"), vim.log.levels.WARN)
   end
   if choice then
-    util.notify("nvim-claude: the terminal's prompt is answered in the terminal (the IDE protocol cannot answer it)", vim.log.levels.INFO)
+    util.notify("nvim-claude: this prompt is answered in the terminal (sessions.answer is off, or the hooks are)", vim.log.levels.INFO)
   end
   return oldest
 end

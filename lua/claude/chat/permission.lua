@@ -241,13 +241,8 @@ function M.done(chat, rid, d)
   local row = render.mark_row(chat, p.help)
   render.replace(chat, row, row + 1, { "┃ " .. text }, d and d.behavior == "allow" and "ClaudeChatOk" or "ClaudeChatError")
   if p.plan_buf and api.nvim_buf_is_valid(p.plan_buf) then
-    local b = p.plan_buf
+    require("claude.plan").close(p.plan_buf)
     p.plan_buf = nil
-    vim.schedule(function()
-      if api.nvim_buf_is_valid(b) then
-        pcall(api.nvim_buf_delete, b, { force = true })
-      end
-    end)
   end
 end
 
@@ -441,21 +436,7 @@ end
 -- plan_comments is what the user changed in the plan buffer, as a diff the
 -- model can read, or nil when nothing changed.
 local function plan_comments(p)
-  if not (p.plan_buf and api.nvim_buf_is_valid(p.plan_buf)) then
-    return nil
-  end
-  local now = table.concat(api.nvim_buf_get_lines(p.plan_buf, 0, -1, false), "\n") .. "\n"
-  local was = tostring(p.d.plan or "")
-  if was:sub(-1) ~= "\n" then
-    was = was .. "\n"
-  end
-  if now == was then
-    return nil
-  end
-  local diff = vim.diff(was, now, { result_type = "unified", ctxlen = 2 })
-  return "The user commented on your plan (their edits as a diff of the plan). "
-    .. "Revise the plan accordingly and present it again with ExitPlanMode:\n\n"
-    .. diff
+  return require("claude.plan").comments(p.plan_buf, p.d.plan)
 end
 
 local function deny_plan(chat, p)
@@ -615,38 +596,17 @@ function M.open_plan(chat, p)
     return
   end
   if not (p.plan_buf and api.nvim_buf_is_valid(p.plan_buf)) then
-    local buf = api.nvim_create_buf(false, true)
-    p.plan_buf = buf
-    api.nvim_buf_set_name(buf, string.format("claude-plan://%s/%s.md", chat.id, p.id))
-    api.nvim_buf_set_lines(buf, 0, -1, false, lines_of((tostring(p.d.plan or "")):gsub("\n$", "")))
-    vim.bo[buf].buftype = "acwrite"
-    vim.bo[buf].bufhidden = "hide"
-    vim.bo[buf].modified = false
-    vim.bo[buf].filetype = "markdown"
-    vim.b[buf].claude_plan = { chat = chat.id, request_id = p.id }
-    api.nvim_create_autocmd("BufWriteCmd", {
-      group = require("claude.chat").augroup(),
-      buffer = buf,
-      desc = "nvim-claude: send the plan comments to Claude",
-      callback = function()
-        local comments = plan_comments(p)
-        if not comments then
-          notify("nvim-claude: the plan is unchanged; approve it with ga (manual mode) or gA (acceptEdits)", vim.log.levels.WARN)
-          return
-        end
-        vim.bo[buf].modified = false
+    p.plan_buf = require("claude.plan").create({
+      name = string.format("claude-plan://%s/%s.md", chat.id, p.id),
+      plan = tostring(p.d.plan or ""),
+      var = { chat = chat.id, request_id = p.id },
+      augroup = require("claude.chat").augroup(),
+      on_comments = function(comments)
         M.respond(chat, p, { behavior = "deny", message = comments })
       end,
-    })
-    local function approve(mode)
-      return function()
+      on_approve = function(mode)
         approve_plan(chat, p, mode)
-      end
-    end
-    vim.keymap.set("n", "ga", approve("manual"), { buffer = buf, desc = "nvim-claude: approve the plan (manual mode)" })
-    vim.keymap.set("n", "gA", approve("acceptEdits"), {
-      buffer = buf,
-      desc = "nvim-claude: approve the plan and accept edits",
+      end,
     })
   end
   if #vim.fn.win_findbuf(p.plan_buf) > 0 then
