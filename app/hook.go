@@ -33,3 +33,15 @@ const (
 	HookPlanMax  = sessions.MaxPlan
 	HookPlanTool = sessions.PlanTool
 )
+
+// HookInput is what the sessions feature reads of the CLI's hook input.
+type HookInput = sessions.HookInput
+
+// HookMaxInput bounds the hook input read (sessions.MaxHookInput).
+const HookMaxInput = sessions.MaxHookInput
+
+// HookDigest is the sessions feature's digest of a hook's input (nil: too
+// large or none) for the host, and the input as read.
+func HookDigest(event, session string, body []byte) (sessions.HookCall, HookInput) {
+	return sessions.Digest(event, session, body)
+}

@@ -23,13 +23,19 @@ package sessions
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/google/uuid"
+	"io"
 	"io/fs"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -202,12 +208,16 @@ type Sessions struct {
 	// answer, by request id (answer.go).
 	answers   map[string]*pendingAnswer
 	answerSeq int
+	// hookToken is what the CLI's HTTP hooks show (in a header, from its
+	// environment: never on a command line).
+	hookToken string
 }
 
 // New makes the feature.
 func New(h host.Host) *Sessions {
 	return &Sessions{h: h, log: h.Logger().With("feature", "sessions"), now: time.Now, bin: executable,
-		byID: map[string]*Session{}, diffOwner: map[string]string{}, answers: map[string]*pendingAnswer{}}
+		byID: map[string]*Session{}, diffOwner: map[string]string{}, answers: map[string]*pendingAnswer{},
+		hookToken: uuid.NewString()}
 }
 
 // Name names the feature.
@@ -224,8 +234,9 @@ func (s *Sessions) Hooks() host.Hooks {
 			"sessions.plan":     host.Request("sessions.plan", s.handlePlan),
 		},
 		// the first options come as the host starts
-		Options: func(host.Options) error { s.sweepOnce.Do(s.sweep); return nil },
-		Close:   s.Close,
+		Options:   func(host.Options) error { s.sweepOnce.Do(s.sweep); return nil },
+		Close:     s.Close,
+		HTTPHooks: http.HandlerFunc(s.serveHook),
 	}
 }
 
@@ -369,6 +380,9 @@ type terminalParams struct {
 	// Answer: the session's permission prompts can be answered from
 	// Neovim (its PermissionRequest hook waits for the answer).
 	Answer bool `json:"answer"`
+	// Port is the IDE server's, when the hooks are to be HTTP hooks to it
+	// (no process per hook); 0: command hooks (`nvim-claude hook`).
+	Port int `json:"port"`
 }
 
 // TerminalInfo is what Lua needs to launch a terminal session.
@@ -379,6 +393,9 @@ type TerminalInfo struct {
 	// could not be read (Warning says why: then the CLI runs without ours).
 	Settings string `json:"settings"`
 	Warning  string `json:"warning,omitempty"`
+	// Env is what the CLI's environment needs for the hooks (the HTTP
+	// hooks' token).
+	Env map[string]string `json:"env,omitempty"`
 }
 
 func (s *Sessions) handleTerminal(_ context.Context, p terminalParams) (any, error) {
@@ -397,9 +414,15 @@ func (s *Sessions) handleTerminal(_ context.Context, p terminalParams) (any, err
 	s.tick++
 	s.byID[id] = &Session{ID: id, Name: name, Dir: p.Dir, Mode: ModeTerminal, State: Idle, Since: s.now().Unix(), order: s.seq, used: s.tick}
 	s.mu.Unlock()
-	info := TerminalInfo{ID: id, Settings: HookSettings(s.bin(), id, p.Answer)}
+	ours := HookSettings(s.bin(), id, p.Answer)
+	info := TerminalInfo{ID: id}
+	if p.Port > 0 {
+		ours = HTTPHookSettings(p.Port, id, p.Answer)
+		info.Env = map[string]string{HookTokenEnv: s.hookToken}
+	}
+	info.Settings = ours
 	if p.UserSettings != "" {
-		merged, err := LayerSettings(p.UserSettings, p.Dir, s.bin(), id, p.Answer)
+		merged, err := LayerSettings(p.UserSettings, p.Dir, ours)
 		if err == nil && !strings.HasPrefix(strings.TrimSpace(p.UserSettings), "{") {
 			// a file's settings (an env with a key …) must not go on
 			// the command line, which every local user can read
@@ -436,7 +459,7 @@ func (s *Sessions) uniqueNameLocked(name string) string {
 // (JSON, or a file relative to dir): the CLI keeps only the last
 // --settings it is given, so the layer we add must hold the user's
 // settings, with our hooks after the user's for each event.
-func LayerSettings(user, dir, bin, id string, answer bool) (string, error) {
+func LayerSettings(user, dir, ours string) (string, error) {
 	raw := []byte(user)
 	if t := strings.TrimSpace(user); !strings.HasPrefix(t, "{") {
 		path := user
@@ -453,10 +476,10 @@ func LayerSettings(user, dir, bin, id string, answer bool) (string, error) {
 	if err := json.Unmarshal(raw, &doc); err != nil || doc == nil {
 		return "", fmt.Errorf("your --settings %q is not a JSON object", clip(user, 80))
 	}
-	var ours struct {
+	var layer struct {
 		Hooks map[string][]any `json:"hooks"`
 	}
-	_ = json.Unmarshal([]byte(HookSettings(bin, id, answer)), &ours)
+	_ = json.Unmarshal([]byte(ours), &layer)
 	hooks, ok := doc["hooks"].(map[string]any)
 	if doc["hooks"] != nil && !ok {
 		return "", errors.New(`the "hooks" of your --settings is not an object`)
@@ -464,7 +487,7 @@ func LayerSettings(user, dir, bin, id string, answer bool) (string, error) {
 	if hooks == nil {
 		hooks = map[string]any{}
 	}
-	for ev, entries := range ours.Hooks {
+	for ev, entries := range layer.Hooks {
 		have, ok := hooks[ev].([]any)
 		if hooks[ev] != nil && !ok {
 			return "", fmt.Errorf("the %q hooks of your --settings are not a list", ev)
@@ -511,6 +534,84 @@ func HookSettings(bin, id string, answer bool) string {
 	}
 	b, _ := json.Marshal(map[string]any{"hooks": hooks})
 	return string(b)
+}
+
+// HookTokenEnv is the variable of the CLI's environment that holds the
+// token its HTTP hooks show.
+const HookTokenEnv = "NVIM_CLAUDE_HOOK_TOKEN"
+
+// HTTPHookSettings is the settings layer whose hooks are HTTP hooks to the
+// IDE server on port (loopback; the CLI posts the hook's JSON, and reads
+// the answer as the hook's output): no process per hook, and they reach us
+// from wherever the CLI runs that the port is forwarded to. They show the
+// token of HookTokenEnv (the CLI interpolates only the variables a hook
+// allows). With answer, the PermissionRequest hook waits for Neovim's
+// answer as the command hook does.
+func HTTPHookSettings(port int, id string, answer bool) string {
+	hooks := map[string]any{}
+	for _, ev := range HookEvents {
+		url, timeout := "http://127.0.0.1:"+strconv.Itoa(port)+mcp.HTTPPrefix+ev+"/"+id, 5
+		if answer && ev == "PermissionRequest" {
+			url, timeout = url+"/wait", AnswerTimeout
+		}
+		entry := map[string]any{"hooks": []any{map[string]any{
+			"type": "http", "url": url, "timeout": timeout,
+			"headers":        map[string]string{"Authorization": "Bearer $" + HookTokenEnv},
+			"allowedEnvVars": []string{HookTokenEnv},
+		}}}
+		switch ev {
+		case "PreToolUse", "PostToolUse", "PermissionRequest":
+			entry["matcher"] = "*"
+		}
+		hooks[ev] = []any{entry}
+	}
+	b, _ := json.Marshal(map[string]any{"hooks": hooks})
+	return string(b)
+}
+
+// serveHook serves the CLI's HTTP hooks: POST <mcp.HTTPPrefix><event>/<id>
+// [/wait], the hook's JSON as the body, the token in Authorization. The
+// answer is the hook's output: {} but for a PermissionRequest answered in
+// Neovim. A request the feature cannot use is still answered {} (and
+// logged): a hook must never stop the CLI.
+func (s *Sessions) serveHook(w http.ResponseWriter, r *http.Request) {
+	want := sha256.Sum256([]byte("Bearer " + s.hookToken))
+	got := sha256.Sum256([]byte(r.Header.Get("Authorization")))
+	if subtle.ConstantTimeCompare(want[:], got[:]) != 1 {
+		s.log.Warn("a hook request without our token was refused", "remote", r.RemoteAddr)
+		http.Error(w, http.StatusText(http.StatusUnauthorized), http.StatusUnauthorized)
+		return
+	}
+	parts := strings.Split(strings.TrimPrefix(r.URL.Path, mcp.HTTPPrefix), "/")
+	wait := len(parts) == 3 && parts[2] == "wait" && parts[0] == "PermissionRequest"
+	if (len(parts) != 2 && !wait) || !slices.Contains(HookEvents, parts[0]) {
+		http.Error(w, "no such hook", http.StatusNotFound)
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxHookInput+1))
+	if err != nil || len(body) > MaxHookInput {
+		body = nil // the event still counts
+	}
+	c, in := Digest(parts[0], parts[1], body)
+	if wait && in.ToolName != "AskUserQuestion" { // a question's answers are given in the terminal
+		c.Wait = "1"
+	}
+	out := []byte("{}")
+	p, err := s.hook(c)
+	if err != nil {
+		s.log.Debug("hook not applied", "event", c.Event, "session", c.Session, "err", err)
+	} else if p != nil {
+		// the request is the wait's context: the CLI drops it when the
+		// prompt was answered in its terminal, or dismissed
+		d, err := s.await(r.Context(), p)
+		if err == nil && d != nil {
+			if o, err := DecisionOutput(d, in.ToolName, in.ToolInput, in.Suggestions); err == nil && len(o) > 0 {
+				out = o
+			}
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(out)
 }
 
 func shellQuote(s string) string {

@@ -2,16 +2,11 @@ package main
 
 import (
 	"bufio"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/nvim-claude/nvim-claude/app"
@@ -24,11 +19,6 @@ import (
 // input than a digest needs.
 const (
 	hookDeadline = 3 * time.Second
-	// hookMaxInput bounds the hook input read: a PreToolUse for a large
-	// Write carries the whole file, of which only the tool's name is sent.
-	hookMaxInput = 8 << 20
-	// hookMaxField bounds each text sent on.
-	hookMaxField = 500
 	// hookMethod is sessions.HookMethod (the e2e tests pin the pair).
 	hookMethod = "nvim-claude/hook"
 )
@@ -139,120 +129,18 @@ func hook(args []string, stdin io.Reader, getenv func(string) string, stop <-cha
 	return app.HookOutput(reply.Result, in.ToolName, in.ToolInput, in.Suggestions)
 }
 
-// hookInput is what the hook reads of the CLI's hook input.
-type hookInput struct {
-	SessionID        string          `json:"session_id"`
-	Cwd              string          `json:"cwd"`
-	ToolName         string          `json:"tool_name"`
-	ToolInput        json.RawMessage `json:"tool_input"`
-	Message          string          `json:"message"`
-	NotificationType string          `json:"notification_type"`
-	Suggestions      json.RawMessage `json:"permission_suggestions"`
-}
-
-// digest is what the host needs of the hook's input: never a file's
-// contents; a PermissionRequest's command, up to the sessions feature's cap
-// (app.HookRequest), and a plan to approve (up to app.HookPlanMax); a
-// digest of the tool's input, which tells the PostToolUse of an answered
-// call. Input that is too large or not JSON still reports the event. It
-// also returns the input as read, for the decision the hook may print.
-func digest(event, session string, stdin io.Reader) (map[string]string, hookInput) {
-	out := map[string]string{"event": event, "session": session}
-	var in hookInput
-	b, err := io.ReadAll(io.LimitReader(stdin, hookMaxInput+1))
-	if err != nil || len(b) > hookMaxInput {
-		return out, hookInput{}
+// digest is what the host gets of the hook's input (app.HookDigest: the
+// sessions feature's rule), read from stdin up to its cap, as the
+// method's parameters; and the input as read, for the decision the hook
+// may print.
+func digest(event, session string, stdin io.Reader) (map[string]string, app.HookInput) {
+	b, err := io.ReadAll(io.LimitReader(stdin, app.HookMaxInput+1))
+	if err != nil || len(b) > app.HookMaxInput {
+		b = nil
 	}
-	if json.Unmarshal(b, &in) != nil {
-		return out, hookInput{}
-	}
-	for k, v := range map[string]string{"claude_session": in.SessionID, "cwd": in.Cwd, "tool": in.ToolName,
-		"message": in.Message, "notification_type": in.NotificationType} {
-		if v != "" {
-			out[k] = clip(v)
-		}
-	}
-	if (event == "PermissionRequest" || event == "PostToolUse") && len(in.ToolInput) > 0 {
-		sum := sha256.Sum256(in.ToolInput)
-		out["input_key"] = hex.EncodeToString(sum[:8])
-	}
-	if event == "PermissionRequest" && len(in.ToolInput) > 0 {
-		// what the user is asked to allow, for the sessions panel and
-		// :ClaudeAnswer: the command (its start and its end when long),
-		// a file's name — never its contents
-		text, desc, lines, cut := app.HookRequest(in.ToolInput)
-		if text != "" {
-			out["input"] = text
-			out["input_lines"] = strconv.Itoa(lines)
-		}
-		if cut {
-			out["input_cut"] = "1"
-		}
-		if desc != "" {
-			out["description"] = clip(desc)
-		}
-		var plan struct {
-			Plan string `json:"plan"`
-		}
-		if in.ToolName == app.HookPlanTool && json.Unmarshal(in.ToolInput, &plan) == nil && plan.Plan != "" {
-			setPlan(out, plan.Plan)
-		}
-	}
-	if event == "PostToolUse" && planWriters[in.ToolName] {
-		// The CLI's plan mode has the model write its plan to a file of
-		// the CLI's plans directory, and ExitPlanMode then carries no
-		// plan (checked against the real CLI): the plan as written goes
-		// to the host, for the plan's approval.
-		var f struct {
-			Path string `json:"file_path"`
-		}
-		if json.Unmarshal(in.ToolInput, &f) == nil {
-			if text, ok := readPlan(f.Path); ok {
-				setPlan(out, text)
-			}
-		}
-	}
+	call, in := app.HookDigest(event, session, b)
+	out := map[string]string{}
+	raw, _ := json.Marshal(call)
+	_ = json.Unmarshal(raw, &out)
 	return out, in
-}
-
-// planWriters are the tools that write a plan file.
-var planWriters = map[string]bool{"Write": true, "Edit": true, "MultiEdit": true}
-
-// setPlan puts a plan in the digest, cut at the sessions feature's cap.
-func setPlan(out map[string]string, plan string) {
-	if len(plan) > app.HookPlanMax {
-		plan = strings.ToValidUTF8(plan[:app.HookPlanMax], "")
-		out["plan_cut"] = "1"
-	}
-	out["plan"] = plan
-}
-
-// readPlan reads the plan file path: a regular file named *.md in a
-// directory named plans (the CLI's plans directory), at most a little more
-// than the plan cap; anything else is no plan.
-func readPlan(path string) (string, bool) {
-	if !filepath.IsAbs(path) || filepath.Ext(path) != ".md" || filepath.Base(filepath.Dir(path)) != "plans" {
-		return "", false
-	}
-	fi, err := os.Lstat(path)
-	if err != nil || !fi.Mode().IsRegular() {
-		return "", false
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return "", false
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, app.HookPlanMax+1))
-	if err != nil {
-		return "", false
-	}
-	return string(b), true
-}
-
-func clip(s string) string {
-	if len(s) <= hookMaxField {
-		return s
-	}
-	return strings.ToValidUTF8(s[:hookMaxField], "") + "…"
 }

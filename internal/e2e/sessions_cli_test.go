@@ -96,8 +96,11 @@ func TestCLISessionStates(t *testing.T) {
 	}
 	argv := strings.Join(args, " ")
 	b, err := os.ReadFile(layer)
-	if err != nil || strings.Contains(argv, "s3cret-value") || !strings.Contains(string(b), " hook Stop t1") ||
-		!strings.Contains(string(b), "s3cret-value") || strings.Contains(string(b), "hook Stop t2") {
+	// (the hooks are HTTP hooks to the IDE server; their token comes from
+	// the CLI's environment, named, never written)
+	if err != nil || strings.Contains(argv, "s3cret-value") || !strings.Contains(string(b), "/hook/Stop/t1\"") ||
+		!strings.Contains(string(b), "Bearer $NVIM_CLAUDE_HOOK_TOKEN") ||
+		!strings.Contains(string(b), "s3cret-value") || strings.Contains(string(b), "/hook/Stop/t2") {
 		t.Fatalf("the CLI got no private hooks settings layer (%v); argv: %s\nlayer: %s", err, argv, b)
 	}
 
@@ -569,4 +572,30 @@ func TestChatCLISessionAnswerShowsBeforeAllowing(t *testing.T) {
 			t.Fatalf("the allowed command did not run: %v", err)
 		}
 	}
+}
+
+// With sessions.http_hooks = false the hooks are command hooks (a
+// `nvim-claude hook` process each, through the editor tools' socket), and
+// a turn still moves the session working → done.
+func TestCLISessionCommandHooks(t *testing.T) {
+	s := startSession(t, sessionOpts{extra: `, sessions = { http_hooks = false }`})
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", s.st.Terminal.PID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if argv := string(cmdline); !strings.Contains(argv, " hook Stop t1") || strings.Contains(argv, `"type":"http"`) {
+		t.Fatalf("not command hooks: %s", strings.ReplaceAll(argv, "\x00", " "))
+	}
+	s.Exec(t, `_G.states = {}
+		vim.api.nvim_create_autocmd("User", { pattern = "ClaudeSessionState", callback = function(ev)
+			local d = ev.data or { state = require("claude").sessions()[1].state }
+			table.insert(_G.states, d.state)
+		end })`)
+	s.api.Script(fakeapi.Reply(fakeapi.Text("Hello there.")))
+	s.submit(t, "say hi")
+	s.waitScreen(t, 30*time.Second, "Hello there.")
+	// working (UserPromptSubmit), then the end of the turn (Stop): only
+	// the hooks tell these
+	s.WaitFor(t, 30*time.Second, `(function() local w = false for _, st in ipairs(_G.states) do if st == "working" then w = true elseif w and (st == "done" or st == "idle") then return true end end end)()`,
+		`return { states = _G.states, sessions = require("claude").sessions() }`, "working, then the turn's end, from the command hooks")
 }

@@ -38,7 +38,9 @@
 ---@field keys? {toggle?: string|false}
 
 ---@class claude.Config.Sessions
----@field hooks? boolean :ClaudeStart gives the CLI hooks that report its state (needs editor_tools.enable)
+---@field hooks? boolean :ClaudeStart gives the CLI hooks that report its state
+---@field http_hooks? boolean as HTTP hooks to the IDE server (false: command hooks, which need editor_tools.enable)
+---@field answer? boolean its permission prompts and plans can be answered from Neovim
 ---@field notify? boolean vim.notify when a hidden session needs input or finishes
 ---@field notifier? string[] also run this command with the message as its last argument (e.g. notify-send)
 
@@ -161,6 +163,7 @@ function M.defaults()
     },
     sessions = {
       hooks = true, -- the CLI :ClaudeStart launches reports its state through hooks (layered over yours)
+      http_hooks = true, -- as HTTP hooks to the IDE server (false: a `nvim-claude hook` process per hook)
       answer = true, -- its permission prompts and plans can be answered from Neovim too (:ClaudeAnswer, :ClaudeSessions)
       notify = true, -- vim.notify when a hidden session needs input or finishes
       notifier = nil, -- e.g. { "notify-send", "Claude" }: run with the message appended
@@ -470,6 +473,7 @@ local schema = {
   sessions = {
     table = {
       hooks = { types = { "boolean" } },
+      http_hooks = { types = { "boolean" } },
       answer = { types = { "boolean" } },
       notify = { types = { "boolean" } },
       notifier = { types = { "table" }, check = list_of_strings },

@@ -103,7 +103,7 @@ end
 --- Called by terminal.open before it starts the CLI: registers the
 --- session and, with sessions.hooks and the editor tools' socket, adds the
 --- --settings layer of our hooks to args. Returns the new args.
-function M.terminal_args(args, tools, cwd)
+function M.terminal_args(args, tools, cwd, port)
   pending_id = nil
   for i, a in ipairs(args or {}) do
     if a == "--resume" or a == "-r" then
@@ -120,11 +120,16 @@ function M.terminal_args(args, tools, cwd)
       user = full[i]:sub(#"--settings=" + 1)
     end
   end
-  local want = opts().hooks and tools and tools.socket
-  local res = request(
-    "sessions.terminal",
-    { dir = cwd or vim.fn.getcwd(-1, -1), user_settings = want and user or nil, answer = want and opts().answer ~= false or nil }
-  )
+  -- HTTP hooks to the IDE server's port (no process per hook), or
+  -- command hooks through the editor tools' socket
+  local http = opts().http_hooks ~= false and type(port) == "number" and port > 0
+  local want = opts().hooks and (http or (tools and tools.socket))
+  local res = request("sessions.terminal", {
+    dir = cwd or vim.fn.getcwd(-1, -1),
+    user_settings = want and user or nil,
+    answer = want and opts().answer ~= false or nil,
+    port = want and http and port or nil,
+  })
   if type(res) ~= "table" or not res.id then
     return args
   end
@@ -137,7 +142,9 @@ function M.terminal_args(args, tools, cwd)
     table.insert(args, "--settings")
     table.insert(args, res.settings)
   end
-  return args
+  -- the environment the hooks need (the HTTP hooks' token: never on the
+  -- command line)
+  return args, want and type(res.env) == "table" and res.env or nil
 end
 
 local function update(id, event, extra)

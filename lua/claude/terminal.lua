@@ -434,10 +434,13 @@ function M.open(port, args, focus, cwd)
   cwd = cwd or vim.fn.getcwd(-1, -1)
   tell_unreviewed(args)
   args = with_mode(args)
-  args = with_tools(require("claude.sessions").terminal_args(args, tools, cwd), tools)
+  local hook_env
+  args, hook_env = require("claude.sessions").terminal_args(args, tools, cwd, port)
+  args = with_tools(args, tools)
+  local env = vim.tbl_extend("force", M.env(port, tools), hook_env or {})
   local S = snacks()
   if S then
-    local t, err = open_snacks(S, M.cmd(args), { cwd = cwd, env = M.env(port, tools) }, focus)
+    local t, err = open_snacks(S, M.cmd(args), { cwd = cwd, env = env }, focus)
     if t then
       pcall(vim.api.nvim_buf_set_var, t.bufnr, "claude_terminal", true)
       -- our keys before the FileType event: the user's mappings there win
@@ -455,7 +458,7 @@ function M.open(port, args, focus, cwd)
   local cmd = M.cmd(args)
   local opts = {
     cwd = cwd,
-    env = M.env(port, tools),
+    env = env,
     on_exit = function(job, code)
       vim.schedule(function()
         M._on_exit(job, code)

@@ -1,0 +1,116 @@
+package sessions
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nvim-claude/nvim-claude/mcp"
+)
+
+// The HTTP hooks: the settings point every event at the IDE server's port
+// with the token from the environment (never the token itself); a request
+// without the token, or for no such hook, is refused; a hook's JSON moves
+// the session as the command hook's does; a waiting PermissionRequest is
+// answered from Neovim with the CLI's decision as the body, and dropped
+// when the CLI lets the request go (answered in its terminal).
+func TestHTTPHooks(t *testing.T) {
+	s := New(&fakeHost{})
+	sid := newTerminal(t, s)
+	srv := httptest.NewServer(s.Hooks().HTTPHooks)
+	defer srv.Close()
+	post := func(ctx context.Context, path, token, body string) (int, string) {
+		req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+mcp.HTTPPrefix+path, strings.NewReader(body))
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, strings.TrimSpace(string(b))
+	}
+	settings := HTTPHookSettings(4242, sid, true)
+	if strings.Contains(settings, s.hookToken) || !strings.Contains(settings, `"Bearer $`+HookTokenEnv+`"`) ||
+		!strings.Contains(settings, `"http://127.0.0.1:4242/hook/PermissionRequest/`+sid+`/wait"`) ||
+		!strings.Contains(settings, `"http://127.0.0.1:4242/hook/Stop/`+sid+`"`) {
+		t.Fatalf("the HTTP hook settings: %s", settings)
+	}
+	res, err := s.Hooks().LuaRequests["sessions.terminal"](context.Background(), json.RawMessage(`{"dir":"/proj/b","port":4242,"answer":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info := res.(TerminalInfo); info.Env[HookTokenEnv] != s.hookToken || !strings.Contains(info.Settings, `"type":"http"`) ||
+		strings.Contains(info.Settings, "nvim-claude hook") || strings.Contains(info.Settings, s.hookToken) {
+		t.Fatalf("a terminal with the port: %+v", info)
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name, path, token string
+		status            int
+	}{
+		{"no token", "Stop/" + sid, "", http.StatusUnauthorized},
+		{"another token", "Stop/" + sid, "guess", http.StatusUnauthorized},
+		{"no such event", "Nope/" + sid, s.hookToken, http.StatusNotFound},
+		{"wait on another event", "Stop/" + sid + "/wait", s.hookToken, http.StatusNotFound},
+		{"a session we do not have: answered, changes nothing", "Stop/t99", s.hookToken, http.StatusOK},
+	} {
+		if st, body := post(ctx, tc.path, tc.token, "{}"); st != tc.status {
+			t.Fatalf("%s: %d %s, want %d", tc.name, st, body, tc.status)
+		}
+	}
+	state := func() string {
+		for _, x := range s.List() {
+			if x.ID == sid {
+				return x.State
+			}
+		}
+		return "?"
+	}
+	if st, body := post(ctx, "UserPromptSubmit/"+sid, s.hookToken, `{"session_id":"5b1f3e52-7d1c-4a53-9d55-1f0a2b3c4d5e","cwd":"/p"}`); st != 200 || body != "{}" || state() != Working {
+		t.Fatalf("UserPromptSubmit: %d %s, state %s", st, body, state())
+	}
+
+	bash := `{"tool_name":"Bash","tool_input":{"command":"make test"}}`
+	waiting := func() int { s.mu.Lock(); defer s.mu.Unlock(); return len(s.answers) }
+	until := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); waiting() != n; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d prompts waiting, want %d", waiting(), n)
+			}
+		}
+	}
+	// answered in Neovim: the body is the CLI's decision
+	got := make(chan string, 1)
+	go func() { _, b := post(ctx, "PermissionRequest/"+sid+"/wait", s.hookToken, bash); got <- b }()
+	until(1)
+	if err := answerWith(s, sid+"/1", map[string]any{"behavior": "allow"}); err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		H struct {
+			Event    string `json:"hookEventName"`
+			Decision struct {
+				Behavior string `json:"behavior"`
+			} `json:"decision"`
+		} `json:"hookSpecificOutput"`
+	}
+	if b := <-got; json.Unmarshal([]byte(b), &out) != nil || out.H.Event != "PermissionRequest" || out.H.Decision.Behavior != "allow" {
+		t.Fatalf("the answered hook's body: %s", b)
+	}
+	// answered in the terminal: the CLI lets the request go, the prompt drops
+	rctx, cancel := context.WithCancel(ctx)
+	go func() { _, b := post(rctx, "PermissionRequest/"+sid+"/wait", s.hookToken, bash); got <- b }()
+	until(1)
+	cancel()
+	<-got
+	until(0)
+}
