@@ -63,3 +63,19 @@ func within(path, dir string) bool {
 	}
 	return strings.HasPrefix(path, dir+string(filepath.Separator))
 }
+
+// cliWorktree is the worktree the CLI's own --worktree made, when cwd (a
+// hook's) is in one under dir, the session's directory: the CLI's layout,
+// <dir>/.claude/worktrees/<name>; else "".
+func cliWorktree(dir, cwd string) string {
+	if dir == "" || cwd == "" || !filepath.IsAbs(cwd) {
+		return ""
+	}
+	root := filepath.Join(filepath.Clean(dir), ".claude", "worktrees")
+	rel, err := filepath.Rel(root, filepath.Clean(cwd))
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return ""
+	}
+	name, _, _ := strings.Cut(rel, string(filepath.Separator))
+	return filepath.Join(root, name)
+}

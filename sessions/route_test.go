@@ -66,3 +66,35 @@ func TestHolder(t *testing.T) {
 		t.Fatalf("Known: 102 %v 101 %v", s.Known(102), s.Known(101))
 	}
 }
+
+// A terminal whose CLI made its own worktree (claude -w) is that
+// worktree's session once a hook says where it runs: a file of the
+// worktree goes to it. Any other directory changes nothing.
+func TestCLIWorktreeFromHooks(t *testing.T) {
+	for _, tc := range []struct {
+		cwd, want string
+	}{
+		{"/proj/a/.claude/worktrees/feat", "/proj/a/.claude/worktrees/feat"},
+		{"/proj/a/.claude/worktrees/feat/sub/dir", "/proj/a/.claude/worktrees/feat"},
+		{"/proj/a/sub", "/proj/a"},
+		{"/proj/a/.claude/worktrees", "/proj/a"},
+		{"/elsewhere/.claude/worktrees/x", "/proj/a"},
+		{"relative/.claude/worktrees/x", "/proj/a"},
+		{"", "/proj/a"},
+	} {
+		s := New(&fakeHost{})
+		sid := newTerminal(t, s)
+		if err := s.Hook(HookCall{Session: sid, Event: "UserPromptSubmit", Cwd: tc.cwd}); err != nil {
+			t.Fatal(err)
+		}
+		dir := ""
+		for _, x := range s.List() {
+			if x.ID == sid {
+				dir = x.Dir
+			}
+		}
+		if dir != tc.want {
+			t.Errorf("cwd %q: the session's dir %q, want %q", tc.cwd, dir, tc.want)
+		}
+	}
+}

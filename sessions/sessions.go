@@ -840,6 +840,12 @@ func (s *Sessions) hook(c HookCall) (*pendingAnswer, error) {
 	if id := cliSessionID(c.ClaudeSession); id != "" {
 		x.ClaudeSession = id
 	}
+	if wt := cliWorktree(x.Dir, c.Cwd); wt != "" {
+		// A CLI started with its own --worktree (-w) made that worktree
+		// and runs in it: the session is the worktree's from now on (its
+		// files' selections go to it, the dashboard tags it).
+		x.Dir = wt
+	}
 	c.Tool = display.Line(c.Tool, maxTool)
 	c.Message = display.Line(c.Message, maxWaiting)
 	s.log.Debug("hook", "session", c.Session, "event", c.Event, "tool", c.Tool, "type", c.NotificationType)

@@ -30,6 +30,8 @@ type sessionOpts struct {
 	files          map[string]string
 	extra          string // more setup options
 	userSettings   string // the CLI's user settings.json, when set
+	// before runs in the project before Neovim starts (git init …).
+	before func(t *testing.T, project string)
 }
 
 // startSession runs :ClaudeStart with the real CLI and waits until the CLI
@@ -50,6 +52,9 @@ func startSession(t *testing.T, o sessionOpts) *session {
 		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if o.before != nil {
+		o.before(t, project)
 	}
 	env := clienv.New(t, api.URL(), project)
 	if o.userSettings != "" {

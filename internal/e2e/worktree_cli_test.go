@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nvim-claude/nvim-claude/internal/clienv"
 	"github.com/nvim-claude/nvim-claude/internal/fakeapi"
 )
 
@@ -244,4 +245,31 @@ end)()`, wt), `return require("claude").status().lock_file`, "the lock's folders
 	s.WaitFor(t, 60*time.Second,
 		fmt.Sprintf(`(function() for _, c in ipairs(require("claude").status().clients) do if c.pid == %d then return true end end end)()`, st.Terminal.PID),
 		`return require("claude").status()`, "the worktree's CLI to connect")
+}
+
+// A CLI started with its own --worktree (here from terminal_cmd) makes
+// the worktree and runs there: its hooks say so, the dashboard lists the
+// session in the worktree, and a selection in the worktree's copy of a
+// file reaches it.
+func TestCLIOwnWorktreeRecognised(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	cli := clienv.Binary(t)
+	s := startSession(t, sessionOpts{files: map[string]string{"hello.txt": diffFileText},
+		before: func(t *testing.T, project string) {
+			gitIn(t, project, "init", "-q")
+			gitIn(t, project, "add", "hello.txt")
+			gitIn(t, project, "commit", "-q", "-m", "start")
+		},
+		extra: fmt.Sprintf(`, terminal_cmd = { %q, "--permission-mode", "default", "--worktree", "clw" }`, cli)})
+	wt := filepath.Join(s.project, ".claude", "worktrees", "clw")
+	if _, err := os.Stat(filepath.Join(wt, "hello.txt")); err != nil {
+		t.Fatalf("the CLI made no worktree: %v", err)
+	}
+	s.api.Script(fakeapi.Reply(fakeapi.Text("In the worktree.")))
+	s.submit(t, "where")
+	s.waitScreen(t, 30*time.Second, "In the worktree.")
+	s.WaitFor(t, 30*time.Second, fmt.Sprintf(`(function() local x = require("claude").sessions()[1] return x and x.dir == %q end)()`, wt),
+		`return require("claude").sessions()`, "the session to be the worktree's (its hooks' cwd)")
 }
