@@ -1,6 +1,6 @@
 // Package app wires nvim-claude: it builds each feature package
 // (ide/selection, ide/editorcontext, review, kernel, edtools, chatpanel,
-// sessions)
+// sessions, remote)
 // with the host.Host of the lifecycle (app/core), the editor interface the
 // feature declares and the peers it declares, so that what a feature needs
 // of another is checked by the compiler here. It is the only package that
@@ -26,6 +26,7 @@ import (
 	"github.com/nvim-claude/nvim-claude/kernel"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
+	"github.com/nvim-claude/nvim-claude/remote"
 	"github.com/nvim-claude/nvim-claude/review"
 	"github.com/nvim-claude/nvim-claude/sessions"
 	"github.com/nvim-claude/nvim-claude/workspace"
@@ -102,6 +103,28 @@ func Features(h host.Host, ws *workspace.Workspace, ed Editor) []host.Feature {
 		chatpanel.New(h, ed, chatpanel.Peers{Review: rev, Tools: tools, Sessions: sess}),
 		review.New(h),
 		sess,
+		remote.NewLink(h, remote.Peers{SetMap: ws.SetMap, Lock: lockOf(h)}),
+	}
+}
+
+// lockOf reads the running IDE server's lock file for the remote link,
+// which writes its far copy: the lifecycle's server, when h is the
+// lifecycle (a feature's own tests give another host, with no server).
+func lockOf(h host.Host) func() (int, []byte, error) {
+	return func() (int, []byte, error) {
+		lc, ok := h.(interface{ Server() core.Server })
+		if !ok {
+			return 0, nil, host.ErrNotRunning
+		}
+		srv := lc.Server()
+		if srv == nil {
+			return 0, nil, host.ErrNotRunning
+		}
+		b, err := os.ReadFile(srv.LockPath())
+		if err != nil {
+			return 0, nil, fmt.Errorf("the lock file: %w", err)
+		}
+		return srv.Port(), b, nil
 	}
 }
 

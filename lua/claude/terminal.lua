@@ -355,10 +355,19 @@ local function tell_unreviewed(args)
   )
 end
 
+--- The arguments of a CLI on the far side (claude.remote): the
+--- permission mode as here; no editor tools and no session hooks, whose
+--- sockets are this machine's.
+function M.remote_args(args)
+  tell_unreviewed(args)
+  return with_mode(args)
+end
+
 --- Opens the CLI in a terminal split (or shows the one already running).
 --- port is the IDE server's port; args are extra CLI arguments; cwd is
 --- where the CLI runs (nil: Neovim's cwd; a session worktree's path).
-function M.open(port, args, focus, cwd)
+--- argv, when given, is the whole command line (a far CLI's: ssh -t …).
+function M.open(port, args, focus, cwd, argv)
   if focus == nil then
     focus = true
   end
@@ -366,14 +375,16 @@ function M.open(port, args, focus, cwd)
     show(focus)
     return term
   end
-  local tools = M.editor_tools()
+  local tools = not argv and M.editor_tools() or nil
   cwd = cwd or vim.fn.getcwd(-1, -1)
-  tell_unreviewed(args)
-  args = with_mode(args)
-  args = with_tools(require("claude.sessions").terminal_args(args, tools, cwd), tools)
+  if not argv then
+    tell_unreviewed(args)
+    args = with_mode(args)
+    args = with_tools(require("claude.sessions").terminal_args(args, tools, cwd), tools)
+  end
   local S = snacks()
   if S then
-    local t, err = open_snacks(S, M.cmd(args), { cwd = cwd, env = M.env(port, tools) }, focus)
+    local t, err = open_snacks(S, argv or M.cmd(args), { cwd = cwd, env = M.env(port, tools) }, focus)
     if t then
       pcall(vim.api.nvim_buf_set_var, t.bufnr, "claude_terminal", true)
       -- our keys before the FileType event: the user's mappings there win
@@ -387,7 +398,7 @@ function M.open(port, args, focus, cwd)
   local prev = vim.api.nvim_get_current_win()
   local buf = vim.api.nvim_create_buf(false, false)
   local win = open_window(buf)
-  local cmd = M.cmd(args)
+  local cmd = argv or M.cmd(args)
   local opts = {
     cwd = cwd,
     env = M.env(port, tools),
