@@ -124,6 +124,9 @@ func (t Target) Start(ctx context.Context, port int, lock []byte) (*Hold, error)
 	}
 }
 
+// Pid is the local engine's process id (ssh, docker …).
+func (h *Hold) Pid() int { return h.cmd.Process.Pid }
+
 // Argv is the hold's command line.
 func (h *Hold) Argv() []string { return h.cmd.Args }
 

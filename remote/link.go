@@ -192,7 +192,7 @@ func (l *Link) handleStart(ctx context.Context, p Params) (any, error) {
 	}
 	return map[string]any{
 		"argv": argv, "label": display.Line(t.Label(), 300), "port": a.port,
-		"far": m.Remote(), "local": m.Local(), "hold": a.hold.Argv(),
+		"far": m.Remote(), "local": m.Local(), "hold": a.hold.Argv(), "hold_pid": a.hold.Pid(),
 	}, nil
 }
 
@@ -348,7 +348,8 @@ func (l *Link) handleState(context.Context, struct{}) (any, error) {
 	if a == nil {
 		return map[string]any{"active": false}, nil
 	}
-	return map[string]any{"active": true, "label": display.Line(a.t.Label(), 300), "far": a.m.Remote(), "local": a.m.Local()}, nil
+	return map[string]any{"active": true, "label": display.Line(a.t.Label(), 300), "far": a.m.Remote(), "local": a.m.Local(),
+		"hold_pid": a.hold.Pid()}, nil
 }
 
 // Check is :checkhealth's look at a far side: each step's finding, and

@@ -152,6 +152,17 @@ function M.create()
 
   -- The review queue (lua/claude/review.lua).
   cmd("ClaudeReview", function(o)
+    local far = package.loaded["claude.remote"] and require("claude.remote").state()
+    if far then
+      -- the queue reads the CLI's transcripts, which are on the far side
+      util.notify_now(
+        "nvim-claude: the review queue is not available while Claude runs on "
+          .. util.display(far.label or "the far side", 200)
+          .. ": its transcripts are there, not here. Each edit is still reviewed in a diff as Claude proposes it.",
+        vim.log.levels.WARN
+      )
+      return
+    end
     require("claude.review").open(o.args)
   end, {
     nargs = "?",

@@ -155,7 +155,7 @@ function M.start_terminal(port, args, r, focus, done)
       end
       return
     end
-    M.current = { label = res.label, far = res.far, ["local"] = res["local"], port = res.port }
+    M.current = { label = res.label, far = res.far, ["local"] = res["local"], port = res.port, hold_pid = res.hold_pid }
     local t = term.open(port, args, focus, nil, res.argv)
     if done then
       done(t)
@@ -163,7 +163,7 @@ function M.start_terminal(port, args, r, focus, done)
   end)
 end
 
---- The far session open now: {label, far, local} or nil.
+--- The far session open now: {label, far, local, port, hold_pid} or nil.
 function M.state()
   return M.current
 end
