@@ -80,7 +80,7 @@ func startRemoteEditor(t *testing.T, files map[string]string) *remoteSession {
 	e := startEditor(t, editorOpts{
 		dir: local,
 		extra: fmt.Sprintf(`, terminal = { width = 0.6, permission_mode = "default" },
-remote = { options = { %s }, claude = %q, config_dir = %q }`, strings.Join(opts, ", "), wrapper, env.ConfigDir),
+remote = { options = { %s }, claude = %q, config_dir = %q, dir = %q }`, strings.Join(opts, ", "), wrapper, env.ConfigDir, srv.Far),
 	})
 	e.Exec(t, captureNotify)
 	t.Cleanup(func() {
@@ -278,6 +278,24 @@ func TestRemoteSSHSession(t *testing.T) {
 // leaves nothing behind: no far lock, no far CLI, no ssh.
 func TestRemoteSSHKilled(t *testing.T) {
 	s := startRemoteEditor(t, map[string]string{"hello.txt": diffFileText})
+	// :checkhealth first: the option names the destination, the far CLI
+	// answers with its version, the mapping resolves.
+	s.Exec(t, `require("claude.config").options.remote.ssh = ... vim.cmd("checkhealth claude")`, s.srv.Dest)
+	out := s.Lines(t, 0)
+	s.Exec(t, `vim.cmd("bwipeout!") require("claude.config").options.remote.ssh = nil`)
+	i := strings.Index(out, "nvim-claude: where Claude runs")
+	if i < 0 {
+		t.Fatalf("no remote section:\n%s", out)
+	}
+	sec := out[i:]
+	if j := strings.Index(sec[1:], "nvim-claude:"); j > 0 {
+		sec = sec[:j+1]
+	}
+	for _, want := range []string{"OK far CLI: " + clienv.Version, "OK mapping: " + s.srv.Far + " (far) = " + s.project + " (here)", "OK engine: "} {
+		if !strings.Contains(sec, want) {
+			t.Errorf("checkhealth lacks %q:\n%s", want, sec)
+		}
+	}
 	rs := s.claudeStart(t)
 	farLock := s.farLock(rs.Port)
 	waitFile(t, farLock, true)
