@@ -84,6 +84,7 @@ func Features(h host.Host, ws *workspace.Workspace, ed Editor) []host.Feature {
 	ctx := editorcontext.New(h, ed, ws, Version)
 	rev := diff.New(h, ed)
 	sess := sessions.New(h)
+	far := remote.NewLink(h, remote.Peers{SetMap: ws.SetMap, Lock: lockOf(h)})
 	sel.SetRouter(sessionRouter{h: h, sess: sess})
 	tools := edtools.New(h, ed, edtools.Peers{
 		Review: rev,
@@ -100,10 +101,10 @@ func Features(h host.Host, ws *workspace.Workspace, ed Editor) []host.Feature {
 		rev,
 		kernel.New(h, ed),
 		tools,
-		chatpanel.New(h, ed, chatpanel.Peers{Review: rev, Tools: tools, Sessions: sess}),
+		chatpanel.New(h, ed, chatpanel.Peers{Review: rev, Tools: tools, Sessions: sess, Remote: far}),
 		review.New(h),
 		sess,
-		remote.NewLink(h, remote.Peers{SetMap: ws.SetMap, Lock: lockOf(h)}),
+		far,
 	}
 }
 

@@ -50,6 +50,15 @@ type Peers struct {
 	// Sessions, when set, hears every chat's events (the sessions
 	// dashboard).
 	Sessions SessionWatch
+	// Remote, when set, runs a chat's CLI on the far side open now (an
+	// SSH host, a container): the chats asked for with remote.
+	Remote Remote
+}
+
+// Remote makes the command line that runs the CLI with args on the far
+// side open now (remote.Link), with env there; an error when none is.
+type Remote interface {
+	Command(args []string, env map[string]string) ([]string, error)
 }
 
 // SessionWatch hears what a chat tells Lua (the event's name and data,

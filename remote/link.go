@@ -327,6 +327,19 @@ func (l *Link) release(async bool) {
 	a.hold.Close()
 }
 
+// Command is the command line that runs the CLI with args on the far side
+// open now, in its directory, with env (not secret: it is on the command
+// line): a chat's stream-json, over a channel of its own.
+func (l *Link) Command(args []string, env map[string]string) ([]string, error) {
+	l.mu.Lock()
+	a := l.cur
+	l.mu.Unlock()
+	if a == nil {
+		return nil, errors.New("no far side is open (the remote option, or :ClaudeChat --ssh …)")
+	}
+	return a.t.Exec(append([]string{a.t.claude()}, args...), env, false, 0)
+}
+
 func (l *Link) handleStop(context.Context, struct{}) (any, error) {
 	l.release(true)
 	return map[string]any{}, nil

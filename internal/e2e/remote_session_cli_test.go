@@ -146,7 +146,7 @@ type remoteState struct {
 func (s *remoteSession) claudeStart(t *testing.T) remoteState {
 	t.Helper()
 	s.Exec(t, `vim.cmd("ClaudeStart --ssh " .. ...)`, s.srv.Dest+":"+s.srv.Far)
-	killOnCleanup(t, s.hostPID(t))
+	killTreeOnCleanup(t, s.hostPID(t))
 	s.WaitFor(t, 60*time.Second, `require("claude.remote").state() ~= nil and require("claude").status().terminal ~= nil`,
 		`return _G.notes`, "the far side's hold and the terminal")
 	var rs remoteState
@@ -261,6 +261,30 @@ func TestRemoteSSHSession(t *testing.T) {
 	s.Exec(t, `_G.notes = {} vim.cmd("ClaudeReview")`)
 	if ns := s.notes(t); len(ns) != 1 || !strings.Contains(ns[0].Msg, "review queue is not available") || !strings.Contains(ns[0].Msg, s.srv.Dest) {
 		t.Fatalf("notes %+v", ns)
+	}
+
+	// A chat over the same far side (stream-json through ssh): its edit
+	// of the far file is reviewed in a diff of the local one.
+	var chatOK bool
+	s.Eval(t, `return vim.fn.has("nvim-0.8") == 1`, &chatOK)
+	if chatOK {
+		s.Exec(t, chatRecorder)
+		cs := &chatSession{chatUI: &chatUI{s.editor}, project: s.project, api: s.api}
+		s.Exec(t, `vim.cmd("ClaudeChat --ssh " .. ...)`, s.srv.Dest+":"+s.srv.Far)
+		s.WaitFor(t, 30*time.Second, `#require("claude.chat").list() == 1`, `return _G.notes`, "the chat to open")
+		var id string
+		s.Eval(t, `return require("claude.chat").list()[1].id`, &id)
+		cs.scriptEdit(filepath.Join(s.srv.Far, "hello.txt"), "gamma", "GAMMA", "Chat edited.")
+		cs.send(t, id, "make gamma loud")
+		cs.waitPermission(t, id, 1)
+		cp := d.waitDiff(t)
+		if cp.File != d.file {
+			t.Fatalf("the chat's diff is of %q, want the local %q", cp.File, d.file)
+		}
+		s.Exec(t, `vim.api.nvim_set_current_win(vim.fn.win_findbuf(...)[1]) vim.cmd("write")`, cp.ProposalBuf)
+		want = "alpha\nBETA\nGAMMA\ndelta\n"
+		d.waitFileText(t, want)
+		cs.waitTranscript(t, id, "Chat edited.")
 	}
 
 	// :ClaudeStop: the far lock and the forward's ssh are gone, and the

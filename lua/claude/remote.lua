@@ -163,6 +163,26 @@ function M.start_terminal(port, args, r, focus, done)
   end)
 end
 
+--- Opens the far side r for the IDE server (starting it) without a
+--- terminal — a chat's CLI then runs there — and calls done() once the
+--- host holds it (off the main loop); a failure is said and done is not
+--- called.
+function M.open_hold(r, done)
+  local st, err = require("claude.server").start()
+  if not st then
+    util.notify_now(err, vim.log.levels.ERROR)
+    return
+  end
+  require("claude.server").request_async("remote_start", M.params(r, {}), function(res, rerr)
+    if not res then
+      util.notify_now(util.display(rerr or "nvim-claude: the far side did not answer", 1000), vim.log.levels.ERROR)
+      return
+    end
+    M.current = { label = res.label, far = res.far, ["local"] = res["local"], port = res.port, hold_pid = res.hold_pid }
+    done()
+  end)
+end
+
 --- The far session open now: {label, far, local, port, hold_pid} or nil.
 function M.state()
   return M.current
