@@ -57,22 +57,7 @@ func startRemoteEditor(t *testing.T, files map[string]string) *remoteSession {
 	api := fakeapi.New(t)
 	env := clienv.New(t, api.URL(), srv.Far) // the far machine's HOME and config dir
 	forwardAPI(t, srv, api.URL())
-	var sb strings.Builder
-	sb.WriteString("#!/bin/sh\n")
-	vars := env.Map()
-	keys := make([]string, 0, len(vars))
-	for k := range vars {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		sb.WriteString("export " + k + "=" + remote.Quote(vars[k]) + "\n")
-	}
-	sb.WriteString("exec " + remote.Quote(cli) + ` "$@"` + "\n")
-	wrapper := filepath.Join(root, "claude-far")
-	if err := os.WriteFile(wrapper, []byte(sb.String()), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	wrapper := farCLI(t, root, cli, env)
 	opts := make([]string, len(srv.Options))
 	for i, o := range srv.Options {
 		opts[i] = fmt.Sprintf("%q", o)
@@ -98,6 +83,30 @@ remote = { options = { %s }, claude = %q, config_dir = %q, dir = %q }`, strings.
 	return &remoteSession{session: s, srv: srv, farCfg: env.ConfigDir, farLock: func(port int) string {
 		return filepath.Join(env.ConfigDir, "ide", strconv.Itoa(port)+".lock")
 	}}
+}
+
+// farCLI is the far side's claude: the CLI with env's variables (the fake
+// API's address and key, the far HOME) set by a wrapper, so that they are
+// on no command line.
+func farCLI(t *testing.T, dir, cli string, env *clienv.Env) string {
+	t.Helper()
+	var sb strings.Builder
+	sb.WriteString("#!/bin/sh\n")
+	vars := env.Map()
+	keys := make([]string, 0, len(vars))
+	for k := range vars {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		sb.WriteString("export " + k + "=" + remote.Quote(vars[k]) + "\n")
+	}
+	sb.WriteString("exec " + remote.Quote(cli) + ` "$@"` + "\n")
+	wrapper := filepath.Join(dir, "claude-far")
+	if err := os.WriteFile(wrapper, []byte(sb.String()), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return wrapper
 }
 
 // forwardAPI gives the far side (its own loopback) a way to the fake API
@@ -349,4 +358,73 @@ func TestRemoteSSHKilled(t *testing.T) {
 	waitGone(t, cliPID, "the far CLI")
 	waitGone(t, rs.HoldPID, "the hold's ssh")
 	s.WaitFor(t, 30*time.Second, `require("claude").status().terminal == nil`, `return require("claude").status()`, "the terminal's job to end")
+}
+
+// TestRemoteContainerSession: the container path through its exec command
+// template, with a stand-in for docker (no daemon here) that enters a mount
+// namespace in which the far path shows the project, on this machine's
+// network (as a container with host networking): :ClaudeStart --container
+// writes the far lock over docker exec -i, runs the CLI with docker exec
+// -it -w <far dir>, the CLI connects, a selection reaches the model with
+// the far path, and :ClaudeStop removes the far lock.
+func TestRemoteContainerSession(t *testing.T) {
+	cli := clienv.Binary(t)
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := filepath.Join(root, "src", "app")
+	if err := os.MkdirAll(local, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(local, "sample.go"), []byte(selSampleGo), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rt := sshtest.StartRuntime(t, local, filepath.Join(root, "workspaces", "app"))
+	api := fakeapi.New(t)
+	env := clienv.New(t, api.URL(), rt.Far)
+	wrapper := farCLI(t, root, cli, env)
+	e := startEditor(t, editorOpts{
+		dir: local,
+		extra: fmt.Sprintf(`, terminal = { width = 0.6, permission_mode = "default" },
+remote = { container = %q, bin = %q, claude = %q, config_dir = %q, map = { remote = %q, ["local"] = %q } }`,
+			rt.Name, rt.Bin, wrapper, env.ConfigDir, rt.Far, local),
+	})
+	e.Exec(t, captureNotify)
+	s := &remoteSession{session: &session{editor: e, api: api, env: env, project: local}}
+	e.Exec(t, `vim.cmd("ClaudeStart")`)
+	killTreeOnCleanup(t, e.hostPID(t))
+	e.WaitFor(t, 60*time.Second, `require("claude.remote").state() ~= nil and require("claude").status().terminal ~= nil`,
+		`return _G.notes`, "the far side's hold and the terminal")
+	var rs remoteState
+	e.Eval(t, `return require("claude.remote").state()`, &rs)
+	s.st = e.status(t)
+	killTreeOnCleanup(t, s.st.Terminal.PID)
+	farLock := filepath.Join(env.ConfigDir, "ide", strconv.Itoa(rs.Port)+".lock")
+	if l := readLock(t, farLock); len(l.WorkspaceFolders) != 1 || l.WorkspaceFolders[0] != rt.Far {
+		t.Fatalf("far lock %+v", l)
+	}
+	calls := rt.Calls(t)
+	want := fmt.Sprintf("exec -i -t -w %s -e CLAUDE_CODE_SSE_PORT=%d -e CLAUDE_CONFIG_DIR=%s -e ENABLE_IDE_INTEGRATION=true -- %s %s --permission-mode default",
+		rt.Far, rs.Port, env.ConfigDir, rt.Name, wrapper)
+	if len(calls) != 2 || !strings.HasPrefix(calls[0], "exec -i -w "+rt.Far+" -- "+rt.Name+" sh -c ") || calls[1] != want {
+		t.Fatalf("docker calls:\n%s\nwant the hold's, then\n%s", strings.Join(calls, "\n"), want)
+	}
+	e.WaitFor(t, 90*time.Second, `#require("claude").status().clients >= 1`,
+		`return vim.api.nvim_buf_get_lines(require("claude").status().terminal.bufnr, 0, -1, false)`, "the CLI in the container to connect")
+	s.waitScreen(t, 60*time.Second, "? for shortcuts")
+	s.api.Script(fakeapi.Reply(fakeapi.Text("Noted.")))
+	s.editInOtherWindow(t, "sample.go")
+	s.selInput(t, "3GV")
+	s.selInput(t, "<Esc>")
+	s.toTerminal(t)
+	s.waitScreen(t, 20*time.Second, "1 line selected")
+	s.submit(t, "explain this")
+	if text, want := s.waitMain(t, 1).Text(), "from "+filepath.Join(rt.Far, "sample.go"); !strings.Contains(text, want) {
+		t.Fatalf("the request lacks %q:\n%s", want, text)
+	}
+	cliPID := s.status(t).Clients[0].PID
+	e.Exec(t, `vim.cmd("ClaudeStop")`)
+	waitFile(t, farLock, false)
+	waitGone(t, cliPID, "the CLI in the container")
 }
