@@ -183,6 +183,11 @@ func TestLinkContainer(t *testing.T) {
 		_ = json.Unmarshal(b, &out)
 		return out
 	}
+	// A container that is not there: the refusal says what the runtime said.
+	bad, _ := json.Marshal(remote.Params{Kind: "docker", Dest: "gone", Bin: rt.Bin, ConfigDir: cfg, Cwd: local})
+	if _, err := hooks.LuaRequests["remote_start"](context.Background(), bad); err == nil || !strings.Contains(err.Error(), "No such container: gone") {
+		t.Fatalf("a missing container: %v", err)
+	}
 	res := start()
 	want := []any{rt.Bin, "exec", "-i", "-t", "-w", rt.Far, "-e", "CLAUDE_CODE_SSE_PORT=" + strconv.Itoa(port),
 		"-e", "CLAUDE_CONFIG_DIR=" + cfg, "-e", "ENABLE_IDE_INTEGRATION=true", "--", rt.Name, "claude", "--model", "x"}
@@ -231,7 +236,7 @@ func TestLinkContainer(t *testing.T) {
 		t.Fatalf("events %v", h.Events())
 	}
 	mu.Lock()
-	if maps[len(maps)-1] != "=" || maps[0] != rt.Far+"="+local {
+	if maps[len(maps)-1] != "=" || maps[2] != rt.Far+"="+local {
 		t.Fatalf("maps %q", maps)
 	}
 	mu.Unlock()

@@ -427,4 +427,17 @@ remote = { container = %q, bin = %q, claude = %q, config_dir = %q, map = { remot
 	e.Exec(t, `vim.cmd("ClaudeStop")`)
 	waitFile(t, farLock, false)
 	waitGone(t, cliPID, "the CLI in the container")
+
+	// Started again, then Neovim quits: the far lock goes too.
+	e.Exec(t, `vim.cmd("ClaudeStart")`)
+	e.WaitFor(t, 60*time.Second, `require("claude.remote").state() ~= nil and require("claude").status().terminal ~= nil`,
+		`return _G.notes`, "the far side's hold again")
+	e.Eval(t, `return require("claude.remote").state()`, &rs)
+	killTreeOnCleanup(t, e.status(t).Terminal.PID)
+	killTreeOnCleanup(t, e.hostPID(t))
+	farLock = filepath.Join(env.ConfigDir, "ide", strconv.Itoa(rs.Port)+".lock")
+	waitFile(t, farLock, true)
+	_ = e.Command("qa!")
+	waitFile(t, farLock, false)
+	waitGone(t, rs.HoldPID, "the hold's docker exec")
 }

@@ -339,6 +339,15 @@ function M.status_text()
   if st.terminal then
     table.insert(lines, string.format("terminal: buffer %d, pid %d", st.terminal.bufnr, st.terminal.pid))
   end
+  local far = package.loaded["claude.remote"] and require("claude.remote").state()
+  if far then
+    table.insert(
+      lines,
+      "Claude runs on "
+        .. util.display(far.label or "?", 200)
+        .. (far.far and far.far ~= "" and (" (" .. util.display(far.far, 200) .. " there is " .. util.display(far["local"] or "?", 200) .. " here)") or "")
+    )
+  end
   table.insert(lines, "selection sharing: " .. (st.sharing and "on" or "off"))
   if #st.diffs > 0 then
     table.insert(lines, string.format("pending diffs: %d", #st.diffs))

@@ -155,6 +155,14 @@ function M.start_terminal(port, args, r, focus, done)
       end
       return
     end
+    if not require("claude.server").is_running() then
+      -- :ClaudeStop came while the far side was being opened
+      require("claude.server").request_async("remote_stop", {}, function() end)
+      if done then
+        done(nil)
+      end
+      return
+    end
     M.current = { label = res.label, far = res.far, ["local"] = res["local"], port = res.port, hold_pid = res.hold_pid }
     local t = term.open(port, args, focus, nil, res.argv)
     if done then
