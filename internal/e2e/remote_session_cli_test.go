@@ -320,7 +320,7 @@ func TestRemoteSSHKilled(t *testing.T) {
 	if i < 0 {
 		t.Fatalf("no remote section:\n%s", out)
 	}
-	sec := out[i:]
+	sec := strings.ReplaceAll(out[i:], "OK: ", "OK ") // Neovim 0.7 says "OK:"
 	if j := strings.Index(sec[1:], "nvim-claude:"); j > 0 {
 		sec = sec[:j+1]
 	}

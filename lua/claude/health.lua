@@ -116,8 +116,6 @@ function M.check()
     end
   end
 
-  M.check_remote(h)
-
   local term = require("claude.terminal")
   local mode, from = term.permission_mode()
   local shown = require("claude.util").display
@@ -134,6 +132,8 @@ function M.check()
   else
     h.ok(string.format(":ClaudeStart starts Claude in %s mode (%s)", mode, from))
   end
+
+  M.check_remote(h)
 
   h.start("nvim-claude: lock files")
   local dir = config.claude_config_dir() .. "/ide"

@@ -421,7 +421,12 @@ function M.open(port, args, focus, cwd, argv)
     pcall(vim.api.nvim_buf_delete, buf, { force = true })
     local why = not ok and tostring(job) or (job == -1 and (cmd[1] .. " is not executable") or "invalid arguments")
     util.notify(
-      string.format("nvim-claude: could not start %s: %s (set the terminal_cmd option)", table.concat(cmd, " "), why),
+      string.format(
+        "nvim-claude: could not start %s: %s (%s)",
+        util.display(table.concat(cmd, " "), 300),
+        util.display(why, 200),
+        argv and "check the remote option: :checkhealth claude" or "set the terminal_cmd option"
+      ),
       vim.log.levels.ERROR
     )
     return nil
