@@ -613,6 +613,15 @@ end
 --- :ClaudeStartNew: another CLI in a terminal, beside the running one
 --- (which goes on in the background).
 function M.open_another(port, args, focus, cwd)
+  -- where it runs: --ssh / --container / --devcontainer / --local, or the
+  -- remote option (a session worktree, cwd, is always here)
+  local remote = require("claude.remote")
+  local far, rargs, ferr = remote.split_args(args)
+  local r, rerr = remote.resolve(far)
+  if ferr or rerr then
+    util.notify("nvim-claude: " .. (ferr or rerr), vim.log.levels.ERROR)
+    return nil
+  end
   local prev = alive() and term or nil
   if prev then
     -- its window stays (a terminal Neovim 0.7 does not show is not
@@ -620,12 +629,24 @@ function M.open_another(port, args, focus, cwd)
     table.insert(others, prev)
     term = { bufnr = nil, job_id = nil, pid = nil, snacks = nil }
   end
-  local t = M.open(port, args, focus, cwd)
-  if not t and prev and not alive() then
-    -- it did not start: the running one stays the current terminal
-    table.remove(others, #others)
-    term = prev
+  local function restore(t)
+    if not t and prev and not alive() then
+      -- it did not start: the running one stays the current terminal
+      for i, o in ipairs(others) do
+        if o == prev then
+          table.remove(others, i)
+          term = prev
+          break
+        end
+      end
+    end
   end
+  if r and not cwd then
+    remote.start_terminal(port, rargs, r, focus, restore)
+    return nil
+  end
+  local t = M.open(port, rargs, focus, cwd)
+  restore(t)
   return t
 end
 
