@@ -225,8 +225,12 @@ type sendParams struct {
 func (ch *chatProc) handleSend(ctx context.Context, p sendParams) (any, error) {
 	var blocks []chat.ContentBlock
 	var labels []map[string]any
+	var tell func(string) (string, error)
+	if ch.params.Remote {
+		tell = ch.c.h.Workspace().Far
+	}
 	for _, a := range p.Attachments {
-		b, label, err := a.block(ctx, ch.params.Cwd)
+		b, label, err := a.block(ctx, ch.params.Cwd, tell)
 		if err != nil {
 			return nil, fmt.Errorf("chat_send: %w", err)
 		}
