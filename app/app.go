@@ -1,6 +1,6 @@
 // Package app wires nvim-claude: it builds each feature package
 // (ide/selection, ide/editorcontext, review, kernel, edtools, chatpanel,
-// sessions)
+// sessions, remote)
 // with the host.Host of the lifecycle (app/core), the editor interface the
 // feature declares and the peers it declares, so that what a feature needs
 // of another is checked by the compiler here. It is the only package that
@@ -26,6 +26,7 @@ import (
 	"github.com/nvim-claude/nvim-claude/kernel"
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
+	"github.com/nvim-claude/nvim-claude/remote"
 	"github.com/nvim-claude/nvim-claude/review"
 	"github.com/nvim-claude/nvim-claude/sessions"
 	"github.com/nvim-claude/nvim-claude/workspace"
@@ -83,6 +84,7 @@ func Features(h host.Host, ws *workspace.Workspace, ed Editor) []host.Feature {
 	ctx := editorcontext.New(h, ed, ws, Version)
 	rev := diff.New(h, ed)
 	sess := sessions.New(h)
+	far := remote.NewLink(h, remote.Peers{SetMap: ws.SetMap, Lock: lockOf(h)})
 	sel.SetRouter(sessionRouter{h: h, sess: sess})
 	rev.SetSessions(sessionNamer{h: h, sess: sess})
 	tools := edtools.New(h, ed, edtools.Peers{
@@ -100,9 +102,31 @@ func Features(h host.Host, ws *workspace.Workspace, ed Editor) []host.Feature {
 		rev,
 		kernel.New(h, ed),
 		tools,
-		chatpanel.New(h, ed, chatpanel.Peers{Review: rev, Tools: tools, Sessions: sess}),
+		chatpanel.New(h, ed, chatpanel.Peers{Review: rev, Tools: tools, Sessions: sess, Remote: far}),
 		review.New(h),
 		sess,
+		far,
+	}
+}
+
+// lockOf reads the running IDE server's lock file for the remote link,
+// which writes its far copy: the lifecycle's server, when h is the
+// lifecycle (a feature's own tests give another host, with no server).
+func lockOf(h host.Host) func() (int, []byte, error) {
+	return func() (int, []byte, error) {
+		lc, ok := h.(interface{ Server() core.Server })
+		if !ok {
+			return 0, nil, host.ErrNotRunning
+		}
+		srv := lc.Server()
+		if srv == nil {
+			return 0, nil, host.ErrNotRunning
+		}
+		b, err := os.ReadFile(srv.LockPath())
+		if err != nil {
+			return 0, nil, fmt.Errorf("the lock file: %w", err)
+		}
+		return srv.Port(), b, nil
 	}
 }
 

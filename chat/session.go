@@ -49,6 +49,11 @@ type Options struct {
 	AllowedTools, DisallowedTools []string
 	// ExtraArgs are appended to the command line.
 	ExtraArgs []string
+	// Wrap, when set, makes the command line that runs the CLI elsewhere
+	// (ssh …, docker exec -i …) of its arguments; Bin and the
+	// environment are then the far side's business, and the command line
+	// must carry CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING itself.
+	Wrap func(args []string) ([]string, error)
 	// DialogKinds are the request_user_dialog kinds the host renders,
 	// declared in initialize (a subset of [RenderedDialogKinds]); the CLI
 	// falls back to its no-dialog behaviour for any other.
@@ -194,6 +199,14 @@ func Start(ctx context.Context, o Options) (*Session, error) {
 	if bin == "" {
 		bin = "claude"
 	}
+	argv := append([]string{bin}, o.Args()...)
+	if o.Wrap != nil {
+		w, err := o.Wrap(o.Args())
+		if err != nil {
+			return nil, err
+		}
+		argv, bin = w, w[0]
+	}
 	path, err := exec.LookPath(bin)
 	if err != nil {
 		return nil, fmt.Errorf("the Claude CLI %q was not found: %w", bin, err)
@@ -204,7 +217,7 @@ func Start(ctx context.Context, o Options) (*Session, error) {
 	}
 	env = append(env[:len(env):len(env)], "CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING=true")
 	pctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(pctx, path, o.Args()...)
+	cmd := exec.CommandContext(pctx, path, argv[1:]...)
 	cmd.Dir = o.Cwd
 	cmd.Env = env
 	setProcessGroup(cmd)

@@ -50,6 +50,15 @@ type Peers struct {
 	// Sessions, when set, hears every chat's events (the sessions
 	// dashboard).
 	Sessions SessionWatch
+	// Remote, when set, runs a chat's CLI on the far side open now (an
+	// SSH host, a container): the chats asked for with remote.
+	Remote Remote
+}
+
+// Remote makes the command line that runs the CLI with args on the far
+// side open now (remote.Link), with env there; an error when none is.
+type Remote interface {
+	Command(args []string, env map[string]string) ([]string, error)
 }
 
 // SessionWatch hears what a chat tells Lua (the event's name and data,
@@ -216,8 +225,12 @@ type sendParams struct {
 func (ch *chatProc) handleSend(ctx context.Context, p sendParams) (any, error) {
 	var blocks []chat.ContentBlock
 	var labels []map[string]any
+	var tell func(string) (string, error)
+	if ch.params.Remote {
+		tell = ch.c.h.Workspace().Far
+	}
 	for _, a := range p.Attachments {
-		b, label, err := a.block(ctx, ch.params.Cwd)
+		b, label, err := a.block(ctx, ch.params.Cwd, tell)
 		if err != nil {
 			return nil, fmt.Errorf("chat_send: %w", err)
 		}

@@ -38,7 +38,10 @@ func imageType(mt string) bool {
 }
 
 // block turns the attachment into a content block and a short label.
-func (a attachment) block(ctx context.Context, cwd string) (chat.ContentBlock, string, error) {
+// tell (nil: none) spells the file's path as the CLI knows it — the far
+// path when it runs on an SSH host or in a container — or refuses a file
+// it cannot name.
+func (a attachment) block(ctx context.Context, cwd string, tell func(string) (string, error)) (chat.ContentBlock, string, error) {
 	path := a.Path
 	if path != "" && !filepath.IsAbs(path) {
 		path = filepath.Join(cwd, path)
@@ -84,7 +87,13 @@ func (a attachment) block(ctx context.Context, cwd string) (chat.ContentBlock, s
 			text = text[:maxFileAttachment]
 			note = fmt.Sprintf("\n(cut at %d KiB; read the file for the rest)", maxFileAttachment>>10)
 		}
-		return chat.ContentBlock{Type: "text", Text: fmt.Sprintf("<file path=%q%s>\n%s%s\n</file>", path, attr, text, note)}, label, nil
+		named := path
+		if tell != nil {
+			if named, err = tell(path); err != nil {
+				return chat.ContentBlock{}, "", fmt.Errorf("attach %s: %w", path, err)
+			}
+		}
+		return chat.ContentBlock{Type: "text", Text: fmt.Sprintf("<file path=%q%s>\n%s%s\n</file>", named, attr, text, note)}, label, nil
 	case "image":
 		var data []byte
 		var err error

@@ -24,7 +24,8 @@ type chatPerm struct {
 
 	// diff-backed edits
 	diff     bool
-	path     string
+	path     string // the local file
+	told     string // the path as the CLI named it (the far one when Claude runs elsewhere)
 	tabName  string
 	current  string // the file's text when the proposal was made
 	proposal string
@@ -152,8 +153,14 @@ func (ch *chatProc) prepareDiff(p *chatPerm) {
 	if tool == "NotebookEdit" || ch.c.peers.Review == nil || ch.c.ed == nil {
 		return
 	}
-	path := chat.EditPath(tool, p.req.Input)
-	if path == "" || !filepath.IsAbs(path) {
+	told := chat.EditPath(tool, p.req.Input)
+	if told == "" || !filepath.IsAbs(told) {
+		return
+	}
+	// A far CLI names the far path: the review is of the local file it
+	// maps to; one outside the mapping gets no diff (answered in the chat).
+	path, ok := ch.c.h.Workspace().Abs(told)
+	if !ok {
 		return
 	}
 	cur, err := os.ReadFile(path)
@@ -168,7 +175,7 @@ func (ch *chatProc) prepareDiff(p *chatPerm) {
 	if r, err := filepath.Rel(ch.params.Cwd, path); err == nil && !strings.HasPrefix(r, "..") {
 		rel = r
 	}
-	p.diff, p.path, p.current, p.proposal = true, path, string(cur), proposal
+	p.diff, p.path, p.told, p.current, p.proposal = true, path, told, string(cur), proposal
 	p.tabName = "[Claude chat] " + rel
 }
 
@@ -209,7 +216,7 @@ func (ch *chatProc) startReview(p *chatPerm) {
 			return
 		}
 		if msg == "" {
-			msg = "The user rejected this change to " + p.path + " in the diff review."
+			msg = "The user rejected this change to " + p.told + " in the diff review."
 		}
 		ch.finish(p, "deny", by, func(s *chat.Session) error { return s.Deny(p.req.RequestID, msg) })
 	}()
@@ -266,7 +273,7 @@ func (ch *chatProc) allowEdit(p *chatPerm, accepted, scope, by string) error {
 		return err
 	}
 	if edited {
-		note := editedNote(p.path, p.proposal, accepted)
+		note := editedNote(p.told, p.proposal, accepted)
 		ch.mu.Lock()
 		if ch.note != "" {
 			ch.note += "\n\n"

@@ -29,6 +29,9 @@ type openParams struct {
 	DisallowedTools []string          `json:"disallowed_tools"`
 	Env             map[string]string `json:"env"`
 	Bin             string            `json:"bin"`
+	// Remote runs the CLI on the far side open now (Peers.Remote): its
+	// paths are the far side's, mapped at the workspace.
+	Remote bool `json:"remote"`
 }
 
 func (c *Panel) handleOpen(_ context.Context, p openParams) (any, error) {
@@ -99,6 +102,17 @@ func (c *Panel) open(p openParams, after func(*chatProc, *chat.Session) (map[str
 	// socket in the relay's environment. (The CLI drops ws-ide servers in
 	// stream-json mode, STREAM-JSON.md §8.)
 	var mcpConfig, toolsNote string
+	var wrap func([]string) ([]string, error)
+	if p.Remote {
+		if c.peers.Remote == nil {
+			return nil, errors.New("this host cannot run a chat elsewhere")
+		}
+		// The editor tools' socket is this machine's: a far CLI has none.
+		p.EditorTools = false
+		wrap = func(args []string) ([]string, error) {
+			return c.peers.Remote.Command(args, map[string]string{"CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING": "true"})
+		}
+	}
 	if p.EditorTools {
 		if cfg, sock, ok := c.peers.Tools.Relay(); ok {
 			mcpConfig = cfg
@@ -124,7 +138,7 @@ func (c *Panel) open(p openParams, after func(*chatProc, *chat.Session) (map[str
 		ch.boot(chat.Options{
 			Bin: p.Bin, Cwd: p.Cwd, Env: env, Mode: p.Mode, Model: model, Effort: p.Effort,
 			Resume: p.Resume, Fork: p.Fork, AllowedTools: p.AllowedTools, DisallowedTools: p.DisallowedTools,
-			MCPConfig: mcpConfig, OnEvent: ch.onEvent, DialogKinds: dialogKinds(),
+			MCPConfig: mcpConfig, OnEvent: ch.onEvent, DialogKinds: dialogKinds(), Wrap: wrap,
 		}, toolsNote, after)
 	}()
 	return ch, nil

@@ -16,6 +16,7 @@ import (
 	"github.com/nvim-claude/nvim-claude/chat"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 	"github.com/nvim-claude/nvim-claude/nvimbridge/nvimtest"
+	"github.com/nvim-claude/nvim-claude/workspace/pathmap"
 )
 
 // The outbox delivers everything in order, merges deltas of one block
@@ -141,7 +142,7 @@ func TestChatAttachments(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b, label, err := tt.a.block(context.Background(), dir)
+			b, label, err := tt.a.block(context.Background(), dir, nil)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Errorf("err = %v, want %q", err, tt.wantErr)
@@ -164,6 +165,31 @@ func TestChatAttachments(t *testing.T) {
 				t.Errorf("text = %.200q, want %q", b.Text, tt.wantText)
 			}
 		})
+	}
+}
+
+// A chat whose CLI runs elsewhere is told the far path of an attached
+// file; a file it cannot name (outside the mapping) is refused, naming it.
+func TestChatAttachmentsFar(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.go"), []byte("l1\nl2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := pathmap.New("/workspaces/app", dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := attachment{Type: "file", Path: "a.go", StartLine: 2, EndLine: 2}.block(context.Background(), dir, m.ToRemote)
+	if err != nil || !strings.HasPrefix(b.Text, `<file path="/workspaces/app/a.go" lines="2-2">`) {
+		t.Fatalf("far attachment %q, %v", b.Text, err)
+	}
+	out := t.TempDir()
+	if err := os.WriteFile(filepath.Join(out, "o.txt"), []byte("o\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = attachment{Type: "file", Path: filepath.Join(out, "o.txt")}.block(context.Background(), dir, m.ToRemote)
+	if err == nil || !strings.Contains(err.Error(), filepath.Join(out, "o.txt")) || !strings.Contains(err.Error(), "outside the mapping") {
+		t.Fatalf("outside the mapping: %v", err)
 	}
 }
 

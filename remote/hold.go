@@ -29,13 +29,19 @@ type Hold struct {
 }
 
 // holdScript is the far shell's part: write the lock (its pid set to the
-// shell's own), say ready, wait for stdin to close, remove the lock.
+// shell's own), say ready, wait for stdin to close or a hang-up, remove
+// the lock.
 func (t Target) holdScript(port int) string {
 	p := strconv.Itoa(t.farPort(port))
 	return "umask 077 && d=" + t.lockDir() + ` && mkdir -p "$d" && chmod 700 "$d" && ` +
 		`t="$d/.` + p + `.lock.$$" && f="$d/` + p + `.lock" && ` +
-		`trap 'rm -f "$t" "$f"' EXIT && trap 'rm -f "$t" "$f"; exit 1' HUP INT TERM PIPE && ` +
-		`head -n 1 | sed "s/^{\"pid\":0,/{\"pid\":$$,/" > "$t" && mv -f "$t" "$f" && echo ready && cat > /dev/null`
+		`trap 'rm -f "$t" "$f"' EXIT && trap 'rm -f "$t" "$f"; ${c:+kill $c}; exit 1' HUP INT TERM PIPE && ` +
+		`head -n 1 | sed "s/^{\"pid\":0,/{\"pid\":$$,/" > "$t" && mv -f "$t" "$f" && echo ready && ` +
+		// The wait is in the background so that a hang-up's trap runs at
+		// once (a shell runs traps only between commands); the reader gets
+		// stdin through fd 3, as a background command's own stdin is
+		// /dev/null.
+		`exec 3<&0 && { cat <&3 >/dev/null 3<&- & c=$!; exec 3<&-; wait $c; }`
 }
 
 // Start opens the hold for a local server on port: lock is the lock file's
@@ -117,6 +123,9 @@ func (t Target) Start(ctx context.Context, port int, lock []byte) (*Hold, error)
 		return nil, fmt.Errorf("remote: %s %s: %w", t.Kind, t.Dest, ctx.Err())
 	}
 }
+
+// Pid is the local engine's process id (ssh, docker …).
+func (h *Hold) Pid() int { return h.cmd.Process.Pid }
 
 // Argv is the hold's command line.
 func (h *Hold) Argv() []string { return h.cmd.Args }

@@ -179,6 +179,18 @@ func (t Target) Exec(argv []string, env map[string]string, tty bool, forward int
 				"-R", fmt.Sprintf("127.0.0.1:%d:127.0.0.1:%d", t.farPort(forward), forward))
 		}
 		out = append(out, t.Options...)
+		if !tty {
+			// No terminal to ask a password or a passphrase on: fail at
+			// once (keys or an agent do). After the user's options, as ssh
+			// takes the first value of each: theirs win.
+			out = append(out, "-o", "BatchMode=yes")
+		}
+		if forward > 0 {
+			// A connection of its own, never a ControlMaster's: a forward
+			// asked through a master outlives its client, and must end
+			// with the hold.
+			out = append(out, "-o", "ControlPath=none")
+		}
 		// "--" ends ssh's options; the far command is one string for the
 		// far login shell.
 		return append(out, "--", t.Dest, t.script(argv, env)), nil

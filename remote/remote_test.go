@@ -50,7 +50,8 @@ func TestTerminalArgv(t *testing.T) {
 // The hold's channel carries the forward (to the far port).
 func TestForwardArgv(t *testing.T) {
 	got, err := Target{Kind: SSH, Dest: "box", FarPort: 5000}.Exec([]string{"true"}, nil, false, 4000)
-	want := []string{"ssh", "-T", "-o", "ExitOnForwardFailure=yes", "-R", "127.0.0.1:5000:127.0.0.1:4000", "--", "box", "exec true"}
+	want := []string{"ssh", "-T", "-o", "ExitOnForwardFailure=yes", "-R", "127.0.0.1:5000:127.0.0.1:4000",
+		"-o", "BatchMode=yes", "-o", "ControlPath=none", "--", "box", "exec true"}
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("argv %q, %v; want %q", got, err, want)
 	}

@@ -35,3 +35,25 @@ lua: _G.ns = vim.api.nvim_create_namespace("fakelint") vim.diagnostic.set(_G.ns,
 }
 
 func luaStr(s string) string { return "[==[" + s + "]==]" }
+
+// openFile with a Claude elsewhere: the far path opens the local file and
+// the answer names the far path; a far path outside the mapping is refused
+// naming it, and a local path the CLI names is not taken as its own.
+func TestFarMapOpenFile(t *testing.T) {
+	h := startCtxHarness(t, map[string]string{"a.go": "package a\n"})
+	m, err := pathmap.New("/workspaces/app", h.dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.ws.SetMap(m)
+	tr := testkit.SendCall(1, "openFile", testkit.Obj{"filePath", "/workspaces/app/a.go"}) +
+		testkit.WantText(1, "Opened file: /workspaces/app/a.go") + `
+check: vim.api.nvim_buf_get_name(0) == ` + luaStr(h.path("a.go")) + `
+` + testkit.SendCall(2, "openFile", testkit.Obj{"filePath", "/workspaces/app/a.go", "makeFrontmost", false}) +
+		testkit.WantJSONText(2, testkit.Obj{"success", true, "filePath", "/workspaces/app/a.go", "languageId", "go", "lineCount", 1}) +
+		testkit.SendCall(3, "openFile", testkit.Obj{"filePath", "/workspaces/app/missing.txt"}) +
+		testkit.WantErrText(3, "File not found: /workspaces/app/missing.txt") +
+		testkit.SendCall(4, "openFile", testkit.Obj{"filePath", "/etc/hostname"}) +
+		testkit.WantErrText(4, `path outside the mapping: "/etc/hostname" is not under the far directory "/workspaces/app"`)
+	h.run(t, tr)
+}

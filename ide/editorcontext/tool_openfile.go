@@ -64,7 +64,15 @@ func (c *Context) openFile(ctx context.Context, req *mcp.ToolRequest) (*mcp.Tool
 		return mcp.ErrorResult("%s", err.Error()), nil
 	}
 	path := wp.Abs
-	if why := notOpenable(path); why != "" {
+	// What the answer names is spelled as the client spells it: the far
+	// path when Claude runs on an SSH host or in a container.
+	tell := func(abs string) string {
+		if p, err := c.ws.Far(abs); err == nil {
+			return p
+		}
+		return args.FilePath
+	}
+	if why := notOpenable(path, tell(path)); why != "" {
 		return mcp.ErrorResult("%s", why), nil
 	}
 	front := args.MakeFrontmost == nil || *args.MakeFrontmost
@@ -79,30 +87,31 @@ func (c *Context) openFile(ctx context.Context, req *mcp.ToolRequest) (*mcp.Tool
 		Focus:             front,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("could not open %s: %w", path, err)
+		return nil, fmt.Errorf("could not open %s: %w", tell(path), err)
 	}
 	if front {
-		return mcp.TextResult("Opened file: " + opened.Path), nil
+		return mcp.TextResult("Opened file: " + tell(opened.Path)), nil
 	}
 	return mcp.JSONResult(struct {
 		Success    bool   `json:"success"`
 		FilePath   string `json:"filePath"`
 		LanguageID string `json:"languageId"`
 		LineCount  int    `json:"lineCount"`
-	}{true, opened.Path, languageID(opened.Filetype), opened.LineCount})
+	}{true, tell(opened.Path), languageID(opened.Filetype), opened.LineCount})
 }
 
 // notOpenable says why path is not a file that can be opened, in words a
-// person can act on ("File not found: …", as VS Code says), or "".
-func notOpenable(path string) string {
+// person can act on ("File not found: …", as VS Code says), or "". name
+// is the path as the client knows it.
+func notOpenable(path, name string) string {
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return "File not found: " + path
+		return "File not found: " + name
 	case err != nil:
-		return fmt.Sprintf("cannot open %s: %v", path, err)
+		return fmt.Sprintf("cannot open %s: %v", name, err)
 	case fi.IsDir():
-		return path + " is a directory, not a file"
+		return name + " is a directory, not a file"
 	}
 	return ""
 }

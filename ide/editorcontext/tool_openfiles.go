@@ -47,7 +47,7 @@ func (c *Context) openFilesTool() mcp.Tool {
 					continue
 				}
 				abs := wp.Abs
-				if why := notOpenable(abs); why != "" {
+				if why := notOpenable(abs, abs); why != "" {
 					failed = append(failed, notOpened{abs, why})
 					continue
 				}

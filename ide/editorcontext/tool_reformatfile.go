@@ -44,7 +44,7 @@ func (c *Context) reformatFileTool() mcp.Tool {
 				return mcp.ErrorResult("%s", err.Error()), nil
 			}
 			path := wp.Abs
-			if why := notOpenable(path); why != "" {
+			if why := notOpenable(path, path); why != "" {
 				return mcp.ErrorResult("%s", why), nil
 			}
 			// loading, attaching and formatting all happen in one call

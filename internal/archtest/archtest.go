@@ -21,7 +21,7 @@ const Module = "github.com/nvim-claude/nvim-claude"
 
 // Features are the feature packages (module-relative): each does one job
 // and gets a host.Host and the interfaces it declares from app.
-var Features = []string{"ide/selection", "ide/editorcontext", "diff", "review", "kernel", "edtools", "chatpanel", "sessions"}
+var Features = []string{"ide/selection", "ide/editorcontext", "diff", "review", "kernel", "edtools", "chatpanel", "sessions", "remote"}
 
 // Graph maps a module-relative package to the module-relative packages it
 // imports directly (test files excluded).

@@ -92,6 +92,19 @@ function M.create()
       -- a conversation (the terminal's, say) continues in a chat
       return chat().open({ resume = o.fargs[2], prompt = table.concat(o.fargs, " ", 3) })
     end
+    local far, fargs, ferr = require("claude.remote").split_args(o.fargs)
+    local r, rerr = require("claude.remote").resolve(far)
+    if ferr or rerr then
+      return util.notify_now("nvim-claude: " .. (ferr or rerr), vim.log.levels.ERROR)
+    end
+    if r then
+      -- a chat whose CLI runs on the far side (stream-json over ssh or
+      -- the runtime's exec), once the host holds it
+      local text = table.concat(fargs, " ")
+      return require("claude.remote").open_hold(r, function()
+        chat().open({ prompt = text, new = o.bang or far ~= nil, remote = true })
+      end)
+    end
     local want, rest = require("claude.worktree").split_args(o.fargs)
     if want then
       -- a new chat in its own worktree, once git has made it
@@ -161,6 +174,17 @@ function M.create()
 
   -- The review queue (lua/claude/review.lua).
   cmd("ClaudeReview", function(o)
+    local far = package.loaded["claude.remote"] and require("claude.remote").state()
+    if far then
+      -- the queue reads the CLI's transcripts, which are on the far side
+      util.notify_now(
+        "nvim-claude: the review queue is not available while Claude runs on "
+          .. util.display(far.label or "the far side", 200)
+          .. ": its transcripts are there, not here. Each edit is still reviewed in a diff as Claude proposes it.",
+        vim.log.levels.WARN
+      )
+      return
+    end
     require("claude.review").open(o.args)
   end, {
     nargs = "?",

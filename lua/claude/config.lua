@@ -256,6 +256,15 @@ function M.defaults()
       max_seconds = 300,
       keys = { toggle = "<C-g>" }, -- in the chat prompt and the Claude terminal
     },
+    -- Where :ClaudeStart and :ClaudeChat run Claude (:help nvim-claude-containers):
+    -- nil here; { ssh = "user@host", dir = "/far/dir" }; { container = "name",
+    -- runtime = "docker" | "podman" }; { devcontainer = true } (the
+    -- project's .devcontainer/devcontainer.json). map = { remote = "/far",
+    -- ["local"] = "~/here" } says which far folder shows which local one
+    -- (default: dir shows Neovim's directory). options go to the engine
+    -- (ssh -p 2222 -i key, docker exec --user dev); claude is the far CLI;
+    -- config_dir the far CLAUDE_CONFIG_DIR; bin the engine's program.
+    remote = nil,
     install = {
       -- where :ClaudeInstall downloads the prebuilt host ("{version}" is
       -- the plugin's version). nil: the project's GitHub release.
@@ -612,6 +621,41 @@ local schema = {
       keys = { table = { toggle = { types = { "string", "boolean" }, check = key_or_false } } },
     },
   },
+  remote = {
+    table = {
+      ssh = { types = { "string" }, check = function(v)
+        if v == "" or v:sub(1, 1) == "-" then
+          return "must be a destination (user@host)"
+        end
+      end },
+      container = { types = { "string" }, check = function(v)
+        if v == "" or v:sub(1, 1) == "-" then
+          return "must be a container's name"
+        end
+      end },
+      runtime = { types = { "string" }, check = one_of("docker", "podman") },
+      devcontainer = { types = { "boolean", "string" } },
+      dir = { types = { "string" }, check = function(v)
+        if v:sub(1, 1) ~= "/" then
+          return "must be an absolute far path"
+        end
+      end },
+      map = {
+        table = {
+          remote = { types = { "string" }, check = function(v)
+            if v:sub(1, 1) ~= "/" then
+              return "must be an absolute far path"
+            end
+          end },
+          ["local"] = { types = { "string" } },
+        },
+      },
+      options = { types = { "table" }, check = list_of_strings },
+      bin = { types = { "string" } },
+      claude = { types = { "string" } },
+      config_dir = { types = { "string" } },
+    },
+  },
   install = {
     table = {
       base_url = {
@@ -757,6 +801,10 @@ function M.apply(opts, base)
         end
       end
     end
+  end
+  if opts.remote then
+    -- where Claude runs is one setting: a new one replaces the old whole
+    M.options.remote = vim.deepcopy(opts.remote)
   end
   if opts.chat then
     -- lists and env replace their defaults, like the options above

@@ -133,6 +133,8 @@ function M.check()
     h.ok(string.format(":ClaudeStart starts Claude in %s mode (%s)", mode, from))
   end
 
+  M.check_remote(h)
+
   h.start("nvim-claude: lock files")
   local dir = config.claude_config_dir() .. "/ide"
   if vim.fn.isdirectory(dir) == 0 then
@@ -216,6 +218,59 @@ function M.check()
   else
     h.error("live handshake failed: " .. tostring(err), { "restart with :ClaudeStop and :ClaudeStart; see the log" })
   end
+end
+
+--- The remote option: the engine here, the mapping, the connection and
+--- the far CLI's version. The host runs the far command off the main
+--- loop; :checkhealth waits for its answer (bounded).
+function M.check_remote(h)
+  h = h or reporter()
+  local shown = require("claude.util").display
+  local remote = require("claude.remote")
+  h.start("nvim-claude: where Claude runs")
+  local r, err = remote.resolve(nil)
+  if err then
+    h.error(err, { "set one of remote.ssh, remote.container and remote.devcontainer in setup()" })
+    return
+  end
+  if not r then
+    h.ok("here, beside Neovim (the remote option is not set; :help nvim-claude-containers)")
+    return
+  end
+  local res, rerr, done = nil, nil, false
+  require("claude.server").request_async("remote_check", remote.params(r, {}), function(a, b)
+    res, rerr, done = a, b, true
+  end)
+  vim.wait(60000, function()
+    return done
+  end, 50)
+  if not done then
+    h.error("the far side did not answer within 60 s", { "check that the engine's command works in a shell" })
+    return
+  elseif not res then
+    h.error(shown(rerr or "no answer", 600))
+    return
+  end
+  h.info("Claude runs on " .. shown(res.target, 300))
+  if res.step == "settings" then
+    h.error(shown(res.error, 600), { shown(res.fix, 300) })
+    return
+  end
+  if res.map and res.map ~= "" then
+    h.ok("mapping: " .. shown(res.map, 600))
+  else
+    h.ok("no mapping: the far side sees the project under the same path as Neovim")
+  end
+  if res.step == "engine" then
+    h.error(shown(res.error, 600), { shown(res.fix, 300) })
+    return
+  end
+  h.ok("engine: " .. shown(res.engine, 300))
+  if res.step == "far" then
+    h.error(shown(res.error, 600), { shown(res.fix, 600) })
+    return
+  end
+  h.ok("far CLI: " .. shown(res.version, 200))
 end
 
 return M

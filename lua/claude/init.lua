@@ -107,8 +107,20 @@ end
 function M.start(args, restart)
   local config = require("claude.config")
   local term = require("claude.terminal")
+  local far, rargs, rerr = require("claude.remote").split_args(args)
+  if rerr then
+    return fail("nvim-claude: " .. rerr)
+  end
+  local r, err = require("claude.remote").resolve(far)
+  if err then
+    return fail("nvim-claude: " .. err)
+  end
+  args = rargs
   local want, rest = require("claude.worktree").split_args(args)
   if want then
+    if r then
+      return fail("nvim-claude: --worktree runs Claude here; a far side (ssh, container) has its own checkout")
+    end
     return M.start_worktree(want.name, rest)
   end
   if term.info() then
@@ -127,6 +139,11 @@ function M.start(args, restart)
   local st = M.serve_quiet()
   if not st then
     return
+  end
+  if r then
+    -- the host opens the far side off the main loop; the terminal follows
+    require("claude.remote").start_terminal(st.port, args, r, true)
+    return st
   end
   if config.options.terminal.provider == "none" then
     util.notify_now(
@@ -203,7 +220,9 @@ function M.stop()
   local port = server.state().port
   local running = server.is_running()
   require("claude.terminal").close()
+  -- the host closes the far side's hold (its lock, its forward) with the server
   server.stop()
+  require("claude.remote").stopped()
   local parts = {}
   if term then
     table.insert(parts, string.format("the Claude terminal (pid %s)", tostring(term.pid)))
@@ -319,6 +338,15 @@ function M.status_text()
   }
   if st.terminal then
     table.insert(lines, string.format("terminal: buffer %d, pid %d", st.terminal.bufnr, st.terminal.pid))
+  end
+  local far = package.loaded["claude.remote"] and require("claude.remote").state()
+  if far then
+    table.insert(
+      lines,
+      "Claude runs on "
+        .. util.display(far.label or "?", 200)
+        .. (far.far and far.far ~= "" and (" (" .. util.display(far.far, 200) .. " there is " .. util.display(far["local"] or "?", 200) .. " here)") or "")
+    )
   end
   table.insert(lines, "selection sharing: " .. (st.sharing and "on" or "off"))
   if #st.diffs > 0 then

@@ -419,10 +419,19 @@ local function tell_unreviewed(args)
   )
 end
 
+--- The arguments of a CLI on the far side (claude.remote): the
+--- permission mode as here; no editor tools and no session hooks, whose
+--- sockets are this machine's.
+function M.remote_args(args)
+  tell_unreviewed(args)
+  return with_mode(args)
+end
+
 --- Opens the CLI in a terminal split (or shows the one already running).
 --- port is the IDE server's port; args are extra CLI arguments; cwd is
 --- where the CLI runs (nil: Neovim's cwd; a session worktree's path).
-function M.open(port, args, focus, cwd)
+--- argv, when given, is the whole command line (a far CLI's: ssh -t …).
+function M.open(port, args, focus, cwd, argv)
   if focus == nil then
     focus = true
   end
@@ -430,17 +439,19 @@ function M.open(port, args, focus, cwd)
     show(focus)
     return term
   end
-  local tools = M.editor_tools()
+  local tools = not argv and M.editor_tools() or nil
   cwd = cwd or vim.fn.getcwd(-1, -1)
-  tell_unreviewed(args)
-  args = with_mode(args)
   local hook_env
-  args, hook_env = require("claude.sessions").terminal_args(args, tools, cwd, port)
-  args = with_tools(args, tools)
+  if not argv then
+    tell_unreviewed(args)
+    args = with_mode(args)
+    args, hook_env = require("claude.sessions").terminal_args(args, tools, cwd, port)
+    args = with_tools(args, tools)
+  end
   local env = vim.tbl_extend("force", M.env(port, tools), hook_env or {})
   local S = snacks()
   if S then
-    local t, err = open_snacks(S, M.cmd(args), { cwd = cwd, env = env }, focus)
+    local t, err = open_snacks(S, argv or M.cmd(args), { cwd = cwd, env = env }, focus)
     if t then
       pcall(vim.api.nvim_buf_set_var, t.bufnr, "claude_terminal", true)
       -- our keys before the FileType event: the user's mappings there win
@@ -455,7 +466,7 @@ function M.open(port, args, focus, cwd)
   local buf = vim.api.nvim_create_buf(false, false)
   local win, was = window_beside(buf)
   win = win or open_window(buf)
-  local cmd = M.cmd(args)
+  local cmd = argv or M.cmd(args)
   local opts = {
     cwd = cwd,
     env = env,
@@ -482,7 +493,12 @@ function M.open(port, args, focus, cwd)
     pcall(vim.api.nvim_buf_delete, buf, { force = true })
     local why = not ok and tostring(job) or (job == -1 and (cmd[1] .. " is not executable") or "invalid arguments")
     util.notify(
-      string.format("nvim-claude: could not start %s: %s (set the terminal_cmd option)", table.concat(cmd, " "), why),
+      string.format(
+        "nvim-claude: could not start %s: %s (%s)",
+        util.display(table.concat(cmd, " "), 300),
+        util.display(why, 200),
+        argv and "check the remote option: :checkhealth claude" or "set the terminal_cmd option"
+      ),
       vim.log.levels.ERROR
     )
     return nil
@@ -671,6 +687,15 @@ end
 --- :ClaudeStartNew: another CLI in a terminal, beside the running one
 --- (which goes on in the background).
 function M.open_another(port, args, focus, cwd)
+  -- where it runs: --ssh / --container / --devcontainer / --local, or the
+  -- remote option (a session worktree, cwd, is always here)
+  local remote = require("claude.remote")
+  local far, rargs, ferr = remote.split_args(args)
+  local r, rerr = remote.resolve(far)
+  if ferr or rerr then
+    util.notify("nvim-claude: " .. (ferr or rerr), vim.log.levels.ERROR)
+    return nil
+  end
   local prev = alive() and term or nil
   if prev then
     -- its window stays (a terminal Neovim 0.7 does not show is not
@@ -678,12 +703,24 @@ function M.open_another(port, args, focus, cwd)
     table.insert(others, prev)
     term = { bufnr = nil, job_id = nil, pid = nil, snacks = nil }
   end
-  local t = M.open(port, args, focus, cwd)
-  if not t and prev and not alive() then
-    -- it did not start: the running one stays the current terminal
-    table.remove(others, #others)
-    term = prev
+  local function restore(t)
+    if not t and prev and not alive() then
+      -- it did not start: the running one stays the current terminal
+      for i, o in ipairs(others) do
+        if o == prev then
+          table.remove(others, i)
+          term = prev
+          break
+        end
+      end
+    end
   end
+  if r and not cwd then
+    remote.start_terminal(port, rargs, r, focus, restore)
+    return nil
+  end
+  local t = M.open(port, rargs, focus, cwd)
+  restore(t)
   return t
 end
 

@@ -6,7 +6,8 @@
 // another path as it does on a dev box or in a container.
 //
 // It needs root (sshd's privilege separation, unshare -m) and sshd; Start
-// skips the test and says why when either is missing.
+// skips the test and says why when either is missing. StartRuntime is the
+// same far side behind a stand-in for docker's and podman's exec.
 package sshtest
 
 import (

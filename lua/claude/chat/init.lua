@@ -804,10 +804,11 @@ function M._open_params(o)
     disallowed_tools = c.disallowed_tools,
     env = env_table(config.options.env, c.env),
     bin = cli_bin(),
+    remote = o.remote or nil, -- on the far side open now (claude.remote)
   }
 end
 
---- Opens a chat. o: {prompt?, new?, resume?, fork?, cwd?}. Without new
+--- Opens a chat. o: {prompt?, new?, resume?, fork?, cwd?, remote?}. Without new
 --- (or resume) an existing chat is shown instead of starting another.
 function M.open(o)
   o = o or {}
