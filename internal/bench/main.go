@@ -320,5 +320,6 @@ func scenarios() []scenario {
 		{"22", "22: chat: long sessions (resume, typing while streaming)", runChatLong},
 		{"23", "23: chat: host memory with 5 chats streaming", runChatMem},
 		{"24", "24: dictation: stop → text", runDictation},
+		{"25", "25: remote: round trip and openDiff 1 MB through an SSH forward vs direct", runRemote},
 	}
 }
