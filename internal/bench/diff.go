@@ -108,7 +108,9 @@ const diffFile = "big.txt"
 // diffProf receives perf profiles of the open and the accept.
 type diffProf struct{ open, accept string }
 
-func diffWithPlugin(ctx context.Context, r *runner, old, proposal string, prof *diffProf) (diffRun, error) {
+// via (nil: none) puts the client behind a forward of the server's port
+// (the remote scenario's SSH tunnel) and returns its stop.
+func diffWithPlugin(ctx context.Context, r *runner, old, proposal string, prof *diffProf, via func(lockFile) (lockFile, func(), error)) (diffRun, error) {
 	var run diffRun
 	dir, err := r.project("diff-plugin", map[string]string{diffFile: old})
 	if err != nil {
@@ -122,6 +124,13 @@ func diffWithPlugin(ctx context.Context, r *runner, old, proposal string, prof *
 	lock, err := e.serve(ctx)
 	if err != nil {
 		return run, err
+	}
+	if via != nil {
+		var stop func()
+		if lock, stop, err = via(lock); err != nil {
+			return run, err
+		}
+		defer stop()
 	}
 	c, err := dialIDE(ctx, lock)
 	if err != nil {
@@ -504,7 +513,7 @@ func runDiff(ctx context.Context, r *runner) (*section, error) {
 			first := i%2 == 0
 			for _, plugin := range []bool{first, !first} {
 				if plugin {
-					run, err := diffWithPlugin(ctx, r, old, proposal, nil)
+					run, err := diffWithPlugin(ctx, r, old, proposal, nil, nil)
 					if errors.Is(err, errNoTool) {
 						for _, n := range []float64{3, 4, 5, 10} {
 							sec.add(row{order: n, num: fmt.Sprint(n), scenario: "openDiff", figure: "—", result: "—", spread: "—", target: "—",
@@ -608,7 +617,7 @@ func runDiff(ctx context.Context, r *runner) (*section, error) {
 		} else {
 			old, proposal, _ := bigTexts(5 << 20)
 			prof := &diffProf{}
-			if _, err := diffWithPlugin(ctx, r, old, proposal, prof); err != nil {
+			if _, err := diffWithPlugin(ctx, r, old, proposal, prof, nil); err != nil {
 				return sec, fmt.Errorf("profile run: %w", err)
 			}
 			sec.printf("\n\n%s%s", prof.open, prof.accept)

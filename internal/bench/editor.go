@@ -302,6 +302,10 @@ type lockFile struct {
 	Path      string
 	Port      int
 	AuthToken string `json:"authToken"`
+	// Via, when set, is the local port a client dials instead of Port (an
+	// SSH forward's): the Host header still names Port, as the far CLI's
+	// does.
+	Via int `json:"-"`
 }
 
 func findLock(cfgDir string) (lockFile, error) {

@@ -104,12 +104,17 @@ func dialWS(ctx context.Context, l lockFile) (*websocket.Conn, error) {
 	h.Set("X-Claude-Code-Ide-Authorization", l.AuthToken)
 	h.Set("User-Agent", "claude-code/bench (cli)")
 	d := websocket.Dialer{Subprotocols: []string{"mcp"}, HandshakeTimeout: 5 * time.Second}
-	ws, resp, err := d.DialContext(ctx, fmt.Sprintf("ws://127.0.0.1:%d/", l.Port), h)
+	port := l.Port
+	if l.Via != 0 {
+		port = l.Via
+		h.Set("Host", fmt.Sprintf("127.0.0.1:%d", l.Port))
+	}
+	ws, resp, err := d.DialContext(ctx, fmt.Sprintf("ws://127.0.0.1:%d/", port), h)
 	if resp != nil && resp.Body != nil {
 		_ = resp.Body.Close()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("dial 127.0.0.1:%d: %w", l.Port, err)
+		return nil, fmt.Errorf("dial 127.0.0.1:%d: %w", port, err)
 	}
 	ws.SetReadLimit(256 << 20)
 	return ws, nil

@@ -322,5 +322,6 @@ func scenarios() []scenario {
 		{"24", "24: dictation: stop → text", runDictation},
 		{"25", "25: sessions hooks: cost per tool call", runHooks},
 		{"26", "26: review queue while a transcript grows", runTranscript},
+		{"27", "27: remote: round trip and openDiff 1 MB through an SSH forward vs direct", runRemote},
 	}
 }

@@ -20,9 +20,22 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 )
+
+// T is what Start needs of its caller: a test (testing.TB) or the
+// benchmark runner, which has no testing.TB.
+type T interface {
+	Helper()
+	Skip(args ...any)
+	Skipf(format string, args ...any)
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+	TempDir() string
+	Cleanup(func())
+	Logf(format string, args ...any)
+	Failed() bool
+}
 
 // Server is a running throwaway sshd.
 type Server struct {
@@ -36,7 +49,7 @@ type Server struct {
 // Start starts sshd for t, showing local at far inside every session;
 // it stops when t ends. far must not exist yet (it is created as an empty
 // mount point).
-func Start(t testing.TB, local, far string) *Server {
+func Start(t T, local, far string) *Server {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("sshtest: needs root (sshd privilege separation, unshare -m)")
@@ -98,7 +111,7 @@ func Start(t testing.TB, local, far string) *Server {
 		"KbdInteractiveAuthentication no",
 		"UsePAM no",
 		"StrictModes no",
-		"AllowTcpForwarding remote",
+		"AllowTcpForwarding yes", // remote for the hold; local too for the benchmark's client
 		"AllowStreamLocalForwarding remote",
 		"StreamLocalBindUnlink yes",
 		"GatewayPorts no",
@@ -160,9 +173,9 @@ func Start(t testing.TB, local, far string) *Server {
 }
 
 // FreePort is a loopback port nothing listens on right now.
-func FreePort(t testing.TB) int { return freePort(t) }
+func FreePort(t T) int { return freePort(t) }
 
-func freePort(t testing.TB) int {
+func freePort(t T) int {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
