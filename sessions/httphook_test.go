@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -37,8 +38,8 @@ func TestHTTPHooks(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, strings.TrimSpace(string(b))
 	}
-	settings := HTTPHookSettings(4242, sid, true)
-	if strings.Contains(settings, s.hookToken) || !strings.Contains(settings, `"Bearer $`+HookTokenEnv+`"`) ||
+	settings := HTTPHookSettings(4242, sid, true, "tok")
+	if !strings.Contains(settings, `"Bearer tok"`) ||
 		!strings.Contains(settings, `"http://127.0.0.1:4242/hook/PermissionRequest/`+sid+`/wait"`) ||
 		!strings.Contains(settings, `"http://127.0.0.1:4242/hook/Stop/`+sid+`"`) {
 		t.Fatalf("the HTTP hook settings: %s", settings)
@@ -47,10 +48,14 @@ func TestHTTPHooks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info := res.(TerminalInfo); info.Env[HookTokenEnv] != s.hookToken || !strings.Contains(info.Settings, `"type":"http"`) ||
-		strings.Contains(info.Settings, "nvim-claude hook") || strings.Contains(info.Settings, s.hookToken) {
-		t.Fatalf("a terminal with the port: %+v", info)
+	info := res.(TerminalInfo)
+	layer, err := os.ReadFile(info.Settings) // a file: the token is not on the command line
+	fi, _ := os.Stat(info.Settings)
+	if err != nil || fi.Mode().Perm() != 0o600 || !strings.Contains(string(layer), `"type":"http"`) ||
+		strings.Contains(string(layer), "nvim-claude hook") || !strings.Contains(string(layer), "Bearer "+s.hookToken) {
+		t.Fatalf("a terminal with the port: %+v (%v): %s", info, err, layer)
 	}
+	t.Cleanup(s.Close)
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name, path, token string

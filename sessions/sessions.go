@@ -208,8 +208,8 @@ type Sessions struct {
 	// answer, by request id (answer.go).
 	answers   map[string]*pendingAnswer
 	answerSeq int
-	// hookToken is what the CLI's HTTP hooks show (in a header, from its
-	// environment: never on a command line).
+	// hookToken is what the CLI's HTTP hooks show (in a header of the
+	// settings layer's 0600 file: never on a command line).
 	hookToken string
 }
 
@@ -393,9 +393,6 @@ type TerminalInfo struct {
 	// could not be read (Warning says why: then the CLI runs without ours).
 	Settings string `json:"settings"`
 	Warning  string `json:"warning,omitempty"`
-	// Env is what the CLI's environment needs for the hooks (the HTTP
-	// hooks' token).
-	Env map[string]string `json:"env,omitempty"`
 }
 
 func (s *Sessions) handleTerminal(_ context.Context, p terminalParams) (any, error) {
@@ -415,15 +412,24 @@ func (s *Sessions) handleTerminal(_ context.Context, p terminalParams) (any, err
 	s.byID[id] = &Session{ID: id, Name: name, Dir: p.Dir, Mode: ModeTerminal, State: Idle, Since: s.now().Unix(), order: s.seq, used: s.tick}
 	s.mu.Unlock()
 	ours := HookSettings(s.bin(), id, p.Answer)
-	info := TerminalInfo{ID: id}
 	if p.Port > 0 {
-		ours = HTTPHookSettings(p.Port, id, p.Answer)
-		info.Env = map[string]string{HookTokenEnv: s.hookToken}
+		ours = HTTPHookSettings(p.Port, id, p.Answer, s.hookToken)
 	}
-	info.Settings = ours
+	info := TerminalInfo{ID: id, Settings: ours}
+	if p.Port > 0 && p.UserSettings == "" {
+		// the HTTP hooks carry their token: in a 0600 file, never on the
+		// command line every local user can read, nor in the CLI's
+		// environment, which every command Claude runs inherits
+		if path, err := s.privateFile(id, ours); err == nil {
+			info.Settings = path
+		} else {
+			info.Settings = ""
+			info.Warning = "the session's state comes from its diffs only: " + err.Error()
+		}
+	}
 	if p.UserSettings != "" {
 		merged, err := LayerSettings(p.UserSettings, p.Dir, ours)
-		if err == nil && !strings.HasPrefix(strings.TrimSpace(p.UserSettings), "{") {
+		if err == nil && (p.Port > 0 || !strings.HasPrefix(strings.TrimSpace(p.UserSettings), "{")) {
 			// a file's settings (an env with a key …) must not go on
 			// the command line, which every local user can read
 			merged, err = s.privateFile(id, merged)
@@ -536,18 +542,14 @@ func HookSettings(bin, id string, answer bool) string {
 	return string(b)
 }
 
-// HookTokenEnv is the variable of the CLI's environment that holds the
-// token its HTTP hooks show.
-const HookTokenEnv = "NVIM_CLAUDE_HOOK_TOKEN"
-
 // HTTPHookSettings is the settings layer whose hooks are HTTP hooks to the
 // IDE server on port (loopback; the CLI posts the hook's JSON, and reads
 // the answer as the hook's output): no process per hook, and they reach us
-// from wherever the CLI runs that the port is forwarded to. They show the
-// token of HookTokenEnv (the CLI interpolates only the variables a hook
-// allows). With answer, the PermissionRequest hook waits for Neovim's
-// answer as the command hook does.
-func HTTPHookSettings(port int, id string, answer bool) string {
+// from wherever the CLI runs that the port is forwarded to. They show
+// token: the layer goes to the CLI as a 0600 file (handleTerminal). With
+// answer, the PermissionRequest hook waits for Neovim's answer as the
+// command hook does.
+func HTTPHookSettings(port int, id string, answer bool, token string) string {
 	hooks := map[string]any{}
 	for _, ev := range HookEvents {
 		url, timeout := "http://127.0.0.1:"+strconv.Itoa(port)+mcp.HTTPPrefix+ev+"/"+id, 5
@@ -556,8 +558,7 @@ func HTTPHookSettings(port int, id string, answer bool) string {
 		}
 		entry := map[string]any{"hooks": []any{map[string]any{
 			"type": "http", "url": url, "timeout": timeout,
-			"headers":        map[string]string{"Authorization": "Bearer $" + HookTokenEnv},
-			"allowedEnvVars": []string{HookTokenEnv},
+			"headers": map[string]string{"Authorization": "Bearer " + token},
 		}}}
 		switch ev {
 		case "PreToolUse", "PostToolUse", "PermissionRequest":

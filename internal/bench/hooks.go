@@ -34,7 +34,7 @@ func runHooks(ctx context.Context, r *runner) (*section, error) {
 	if err != nil {
 		return sec, err
 	}
-	ep, err := r.startEditor(ctx, editorOpts{plugin: true, dir: dir, setup: `terminal_cmd = { "sh", "-c", "exec cat", "claude" }`})
+	ep, err := r.startEditor(ctx, editorOpts{plugin: true, dir: dir, setup: `terminal_cmd = { "sh", "-c", "cat", "claude" }`})
 	if err != nil {
 		return sec, err
 	}
@@ -77,18 +77,23 @@ return { env = require("claude.terminal").env(st.port, tools), id = id, port = s
 	for k, v := range st.Env {
 		env = append(env, k+"="+v)
 	}
-	// the HTTP hooks' token, as the CLI has it: from the stand-in's
-	// environment
+	// the HTTP hooks' token, as the CLI has it: in the settings layer file
+	// the stand-in was given (--settings <file>)
 	token := ""
-	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", st.PID)); err == nil {
-		for _, kv := range strings.Split(string(b), "\x00") {
-			if v, ok := strings.CutPrefix(kv, "NVIM_CLAUDE_HOOK_TOKEN="); ok {
-				token = v
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", st.PID)); err == nil {
+		args := strings.Split(string(b), "\x00")
+		for i, a := range args {
+			if a == "--settings" && i+1 < len(args) {
+				if layer, err := os.ReadFile(args[i+1]); err == nil {
+					if _, rest, ok := strings.Cut(string(layer), `"Authorization":"Bearer `); ok {
+						token, _, _ = strings.Cut(rest, `"`)
+					}
+				}
 			}
 		}
 	}
 	if token == "" {
-		return sec, fmt.Errorf("the terminal's CLI has no NVIM_CLAUDE_HOOK_TOKEN (HTTP hooks off?)")
+		return sec, fmt.Errorf("the terminal's CLI got no HTTP hooks with a token (sessions.http_hooks off?)")
 	}
 	// a bare HTTP server answering {}: the HTTP hook's floor
 	bare := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -197,7 +202,7 @@ return { env = require("claude.terminal").env(st.port, tools), id = id, port = s
 	sec.printf("**25 — the sessions hooks.** A Neovim with the plugin runs `:ClaudeStart` with a stand-in CLI (`cat`), which "+
 		"registers a terminal session as for the real CLI. The runner then plays the CLI's part for %d tool calls: each sends "+
 		"the session's PreToolUse and PostToolUse hooks — as HTTP hooks, the default (a POST each, without keep-alive, the "+
-		"hook's JSON — a Read of a file — as the body and the token the stand-in's environment holds in the header), and as "+
+		"hook's JSON — a Read of a file — as the body and the token of the stand-in's settings layer in the header), and as "+
 		"command hooks (`sh -c` with the JSON on stdin and the environment `:ClaudeStart` gives the CLI) — and waits for each. "+
 		"The floors: the same POSTs to a bare HTTP server in the runner that answers `{}`, and the same two `sh -c true`. The "+
 		"four alternate. Neovim's and the host's CPU are read from the kernel's process CPU clocks around each call, after a "+

@@ -306,8 +306,8 @@ func TestSetupCostsNothingAndLoadOrder(t *testing.T) {
 	n.Eval(t, `local c = 0
 for name in pairs(vim.api.nvim_get_commands({})) do if name:match("^Claude") then c = c + 1 end end
 return { cmds = c, job = require("claude.server").state().chan ~= nil }`, &res)
-	if res.Cmds != 24 || res.Job {
-		t.Fatalf("after setup + plugin file: %+v (want 24 commands: 23 :ClaudeXxx and :Claude, no job)", res)
+	if res.Cmds != 25 || res.Job {
+		t.Fatalf("after setup + plugin file: %+v (want 25 commands: 24 :ClaudeXxx and :Claude, no job)", res)
 	}
 }
 

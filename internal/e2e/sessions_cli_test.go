@@ -96,10 +96,10 @@ func TestCLISessionStates(t *testing.T) {
 	}
 	argv := strings.Join(args, " ")
 	b, err := os.ReadFile(layer)
-	// (the hooks are HTTP hooks to the IDE server; their token comes from
-	// the CLI's environment, named, never written)
-	if err != nil || strings.Contains(argv, "s3cret-value") || !strings.Contains(string(b), "/hook/Stop/t1\"") ||
-		!strings.Contains(string(b), "Bearer $NVIM_CLAUDE_HOOK_TOKEN") ||
+	// (the hooks are HTTP hooks to the IDE server, with their token in
+	// this file, not on the command line)
+	if err != nil || strings.Contains(argv, "s3cret-value") || strings.Contains(argv, "Bearer") ||
+		!strings.Contains(string(b), "/hook/Stop/t1\"") || !strings.Contains(string(b), `"Authorization":"Bearer `) ||
 		!strings.Contains(string(b), "s3cret-value") || strings.Contains(string(b), "/hook/Stop/t2") {
 		t.Fatalf("the CLI got no private hooks settings layer (%v); argv: %s\nlayer: %s", err, argv, b)
 	}

@@ -44,7 +44,7 @@ func startToolsEnv(t *testing.T, files map[string]string) *toolsEnv {
 		}
 	}
 	// The "CLI" in the terminal is cat: the terminal exists, nothing connects.
-	e := startEditor(t, editorOpts{dir: project, extra: `, terminal_cmd = { "cat" }, editor_tools = { enable = false }`}) // cat takes no --mcp-config
+	e := startEditor(t, editorOpts{dir: project, extra: `, terminal_cmd = { "cat" }, editor_tools = { enable = false }, sessions = { hooks = false }`}) // cat takes no --mcp-config, no --settings
 	e.Exec(t, captureNotify)
 	e.Exec(t, `vim.cmd("ClaudeStart")`)
 	st := e.status(t)

@@ -142,9 +142,7 @@ function M.terminal_args(args, tools, cwd, port)
     table.insert(args, "--settings")
     table.insert(args, res.settings)
   end
-  -- the environment the hooks need (the HTTP hooks' token: never on the
-  -- command line)
-  return args, want and type(res.env) == "table" and res.env or nil
+  return args
 end
 
 local function update(id, event, extra)

@@ -441,14 +441,12 @@ function M.open(port, args, focus, cwd, argv)
   end
   local tools = not argv and M.editor_tools() or nil
   cwd = cwd or vim.fn.getcwd(-1, -1)
-  local hook_env
   if not argv then
     tell_unreviewed(args)
     args = with_mode(args)
-    args, hook_env = require("claude.sessions").terminal_args(args, tools, cwd, port)
-    args = with_tools(args, tools)
+    args = with_tools(require("claude.sessions").terminal_args(args, tools, cwd, port), tools)
   end
-  local env = vim.tbl_extend("force", M.env(port, tools), hook_env or {})
+  local env = M.env(port, tools)
   local S = snacks()
   if S then
     local t, err = open_snacks(S, argv or M.cmd(args), { cwd = cwd, env = env }, focus)
