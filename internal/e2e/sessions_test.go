@@ -99,14 +99,19 @@ func TestSessionsTerminals(t *testing.T) {
 	killOnCleanup(t, resumed.PID)
 	e.WaitFor(t, 10*time.Second, fmt.Sprintf(`table.concat(vim.api.nvim_buf_get_lines(%d, 0, -1, false), ""):find("--resume abc", 1, true) ~= nil`, resumed.Bufnr),
 		fmt.Sprintf(`return vim.api.nvim_buf_get_lines(%d, 0, -1, false)`, resumed.Bufnr), "the resumed terminal's CLI to get --resume")
-	layers, _ := filepath.Glob(filepath.Join(os.TempDir(), fmt.Sprintf("nvim-claude-settings-%d-*", e.hostPID(t)), "*.json"))
+	// (every terminal's layer is a private file: its HTTP hooks carry the
+	// host's token; one of them carries the user's settings too)
+	all, _ := filepath.Glob(filepath.Join(os.TempDir(), fmt.Sprintf("nvim-claude-settings-%d-*", e.hostPID(t)), "*.json"))
+	var layers []string
+	for _, l := range all {
+		if b, err := os.ReadFile(l); err == nil && strings.Contains(string(b), `"opus"`) {
+			layers = append(layers, l)
+		}
+	}
 	if len(layers) != 1 {
-		t.Fatalf("the layers with the user's --settings: %v", layers)
+		t.Fatalf("the layers with the user's --settings: %v of %v", layers, all)
 	}
 	layer := layers[0]
-	if b, err := os.ReadFile(layer); err != nil || !strings.Contains(string(b), `"opus"`) {
-		t.Fatalf("the layer with the user's --settings %q: %q %v", layer, b, err)
-	}
 	var pids []int
 	e.Eval(t, `local out = {} for _, x in ipairs(require("claude.terminal").all()) do table.insert(out, x.pid) end return out`, &pids)
 	if len(pids) != 2 || (pids[0] != first.PID && pids[1] != first.PID) {
