@@ -177,6 +177,25 @@ local function fail(msg)
   util.notify("nvim-claude: " .. msg, vim.log.levels.ERROR)
 end
 
+-- commit_all commits everything in the worktree at path (git add -A, then
+-- commit with message); when a step fails it says which, and that
+-- `nothing` happened. cb(ok).
+local function commit_all(path, message, nothing, cb)
+  run({ "add", "-A", "--", "." }, path, function(c, _, e)
+    if c ~= 0 then
+      fail("git add in the worktree failed: " .. util.display(e, 300) .. "; " .. nothing)
+      return cb(false)
+    end
+    run({ "commit", "-q", "-m", message }, path, function(c2, _, e2)
+      if c2 ~= 0 then
+        fail("git commit in the worktree failed: " .. util.display(e2, 300) .. "; " .. nothing)
+        return cb(false)
+      end
+      cb(true)
+    end)
+  end)
+end
+
 --- Creates a worktree named name (nil: a fresh name) on a new branch from
 --- the current HEAD of the repository holding cwd (default: Neovim's), and
 --- calls done(w) with { name, branch, path, root, base } on the main loop.
@@ -751,19 +770,12 @@ local function bring_in(w, rec, strat, done)
           end
           -- The drops of the review: one commit on the branch, so that what
           -- comes in is exactly what was kept.
-          run({ "add", "-A", "--", "." }, w.path, function(c3, _, e3)
-            if c3 ~= 0 then
-              fail("git add in the worktree failed: " .. util.display(e3, 300) .. "; nothing brought in")
+          commit_all(w.path, "Drop what the review of worktree " .. w.name .. " did not keep", "nothing brought in", function(ok)
+            if not ok then
               return done({})
             end
-            run({ "commit", "-q", "-m", "Drop what the review of worktree " .. w.name .. " did not keep" }, w.path, function(c4, _, e4)
-              if c4 ~= 0 then
-                fail("committing the review's drops failed: " .. util.display(e4, 300) .. "; nothing brought in")
-                return done({})
-              end
-              rev(w.path, "HEAD", function(tip2)
-                go(tip2)
-              end)
+            rev(w.path, "HEAD", function(tip2)
+              go(tip2)
             end)
           end)
         end)
@@ -838,18 +850,11 @@ function M.finish(path, done)
           fail("worktree " .. util.display(w.name, 64) .. " has uncommitted changes; nothing finished:\n" .. names(paths))
           return done({ refused = "uncommitted" })
         end
-        run({ "add", "-A", "--", "." }, w.path, function(c2, _, e2)
-          if c2 ~= 0 then
-            fail("git add failed: " .. util.display(e2, 300) .. "; nothing finished")
+        commit_all(w.path, "Work of the Claude session in worktree " .. w.name, "nothing finished", function(ok)
+          if not ok then
             return done({})
           end
-          run({ "commit", "-q", "-m", "Work of the Claude session in worktree " .. w.name }, w.path, function(c3, _, e3)
-            if c3 ~= 0 then
-              fail("git commit failed: " .. util.display(e3, 300) .. "; nothing finished")
-              return done({})
-            end
-            review_branch(w, branch, done)
-          end)
+          review_branch(w, branch, done)
         end)
       end)
     end)
