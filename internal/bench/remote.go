@@ -142,19 +142,11 @@ func runRemote(ctx context.Context, r *runner) (*section, error) {
 	via := func(l lockFile) (lockFile, func(), error) { return forwardVia(ctx, srv, l) }
 
 	// Round trips: one Neovim, the same server, direct and through ssh.
-	dir, err := r.project("remote-rt", nil)
-	if err != nil {
-		return sec, err
-	}
-	e, err := r.startEditor(ctx, editorOpts{plugin: true, dir: dir})
+	e, lock, err := r.served(ctx, "remote-rt", nil)
 	if err != nil {
 		return sec, err
 	}
 	defer e.close()
-	lock, err := e.serve(ctx)
-	if err != nil {
-		return sec, err
-	}
 	vlock, stop, err := via(lock)
 	if err != nil {
 		return sec, err

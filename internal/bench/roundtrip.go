@@ -226,19 +226,11 @@ func measureRT(ctx context.Context, l lockFile, echo bool, frame func(int64) []b
 
 func runRoundTrip(ctx context.Context, r *runner) (*section, error) {
 	sec := &section{}
-	dir, err := r.project("rt", nil)
-	if err != nil {
-		return sec, err
-	}
-	e, err := r.startEditor(ctx, editorOpts{plugin: true, dir: dir})
+	e, lock, err := r.served(ctx, "rt", nil)
 	if err != nil {
 		return sec, err
 	}
 	defer e.close()
-	lock, err := e.serve(ctx)
-	if err != nil {
-		return sec, err
-	}
 	echoCmd, echoAddr, err := r.startEcho()
 	if err != nil {
 		return sec, err

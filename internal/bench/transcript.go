@@ -30,18 +30,12 @@ func runTranscript(ctx context.Context, r *runner) (*section, error) {
 	}
 	const every = 250 * time.Millisecond // one chunk per poll of the queue
 	src := cursorFile()                  // the edited file: 2,000 lines, ~100 KB
-	dir, err := r.project("transcript", map[string]string{"src/big.go": src})
-	if err != nil {
-		return sec, err
-	}
-	ep, err := r.startEditor(ctx, editorOpts{plugin: true, dir: dir})
+	ep, _, err := r.served(ctx, "transcript", map[string]string{"src/big.go": src})
 	if err != nil {
 		return sec, err
 	}
 	defer ep.close()
-	if _, err := ep.serve(ctx); err != nil {
-		return sec, err
-	}
+	dir := ep.dir
 	host := ep.hostPID()
 	if host == 0 {
 		return sec, fmt.Errorf("no host process")

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -32,3 +33,23 @@ func (r *runner) project(name string, files map[string]string) (string, error) {
 }
 
 func pidSelf() int { return os.Getpid() }
+
+// served is a fresh project (name, files) with a Neovim that has the plugin
+// and runs its IDE server: the start of most scenarios. The caller closes
+// the editor.
+func (r *runner) served(ctx context.Context, name string, files map[string]string) (*editor, lockFile, error) {
+	dir, err := r.project(name, files)
+	if err != nil {
+		return nil, lockFile{}, err
+	}
+	e, err := r.startEditor(ctx, editorOpts{plugin: true, dir: dir})
+	if err != nil {
+		return nil, lockFile{}, err
+	}
+	lock, err := e.serve(ctx)
+	if err != nil {
+		e.close()
+		return nil, lockFile{}, err
+	}
+	return e, lock, nil
+}
