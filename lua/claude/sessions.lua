@@ -11,6 +11,7 @@ local M = {}
 local api = vim.api
 
 local cache = {} -- the last list, for statusline()
+local line -- statusline() as built from cache; nil once cache changes
 local pending_id = nil -- the session of the terminal CLI about to start
 local term_ids = {} -- terminal buffer → session id
 local term_bufs = {} -- session id → terminal buffer
@@ -46,7 +47,7 @@ end
 local function refresh()
   local res = request("sessions.list", vim.empty_dict())
   if type(res) == "table" then
-    cache = res
+    cache, line = res, nil
   end
   return cache
 end
@@ -64,7 +65,7 @@ end
 --- redraw); "" when no session works or waits. The sessions that need you
 --- or are done are named (up to two, then counted): with several at once,
 --- which one to look at.
-function M.statusline()
+local function build_statusline()
   local n = { working = 0, ["needs input"] = 0, done = 0 }
   local names = { ["needs input"] = {}, done = {} }
   for _, s in ipairs(cache) do
@@ -96,6 +97,12 @@ function M.statusline()
     return ""
   end
   return "✻ " .. table.concat(parts, " · ")
+end
+
+function M.statusline()
+  -- a statusline is drawn on every redraw; the cache changes per event
+  line = line or build_statusline()
+  return line
 end
 
 -- Terminal ---------------------------------------------------------------
@@ -264,6 +271,7 @@ end
 
 -- remember keeps session x in the cache (the list the host last told).
 local function remember(x)
+  line = nil
   for i, c in ipairs(cache) do
     if c.id == x.id then
       cache[i] = x
@@ -408,7 +416,7 @@ function M.detach()
   pcall(api.nvim_del_augroup_by_name, "nvim-claude-sessions")
   -- the CLIs in the background lose their IDE with the host
   require("claude.terminal").close_others()
-  cache = {}
+  cache, line = {}, nil
   pending_id = nil
   open_tabs = {}
   handing = {}
