@@ -4,11 +4,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/nvim-claude/nvim-claude/workspace"
 )
 
 // The limits of reading a hook's input (the CLI's hook JSON, on a command
@@ -103,22 +103,14 @@ func (c *HookCall) setPlan(plan string) {
 }
 
 // readPlan reads the plan file path: a regular file named *.md in a
-// directory named plans (the CLI's plans directory), at most a little more
-// than the plan cap; anything else is no plan.
+// directory named plans (the CLI's plans directory), read through the
+// workspace's confined reader, at most a little more than the plan cap
+// (setPlan cuts it); anything else is no plan.
 func readPlan(path string) (string, bool) {
 	if !filepath.IsAbs(path) || filepath.Ext(path) != ".md" || filepath.Base(filepath.Dir(path)) != "plans" {
 		return "", false
 	}
-	fi, err := os.Lstat(path)
-	if err != nil || !fi.Mode().IsRegular() {
-		return "", false
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return "", false
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, MaxPlan+1))
+	b, _, err := workspace.ReadIn(filepath.Dir(path), filepath.Base(path), MaxPlan+1)
 	if err != nil {
 		return "", false
 	}

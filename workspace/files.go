@@ -72,6 +72,49 @@ func (b *Boundary) ReadFile(p Path, max int64) ([]byte, error) {
 	return data, nil
 }
 
+// ReadIn reads the file named name directly inside dir, its first max
+// bytes at most (whole says whether that was all of it), for a file the
+// plugin shows that is not the project's: the CLI's own files, such as the
+// plan it wrote into its plans directory. The name is one path element,
+// looked up without following a symlink and opened through os.Root on dir,
+// so nothing put in its place leads elsewhere; it must be a regular file.
+func ReadIn(dir, name string, max int64) (data []byte, whole bool, err error) {
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, `/\`) {
+		return nil, false, fmt.Errorf("%q is not a file name", name)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, false, err
+	}
+	defer root.Close()
+	fi, err := root.Lstat(name)
+	if err != nil {
+		return nil, false, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, false, fmt.Errorf("%s is not a regular file", name)
+	}
+	f, err := root.Open(name)
+	if err != nil {
+		return nil, false, err
+	}
+	defer f.Close()
+	if fi, err = f.Stat(); err != nil {
+		return nil, false, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, false, fmt.Errorf("%s is not a regular file", name)
+	}
+	data, err = io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, false, err
+	}
+	if int64(len(data)) > max {
+		return data[:max], false, nil
+	}
+	return data, true, nil
+}
+
 // WriteFile replaces the file at p with data, beneath its folder: through a
 // temporary file in the same directory (created there, never followed
 // through a symlink) and a rename, so a reader never sees half a file and a
