@@ -119,3 +119,31 @@ func TestHTTPHooks(t *testing.T) {
 	<-got
 	until(0)
 }
+
+// A PermissionRequest whose input could not be read (over MaxHookInput,
+// or not JSON) shows nothing of what it would allow: it does not wait for
+// Neovim's answer (an allow would be given blind, and the CLI's giving up
+// on an oversized request's unread body goes unseen), though the session
+// still needs input. Both kinds of hook go through Digest and hook.
+func TestUnreadPermissionRequestDoesNotWait(t *testing.T) {
+	for _, body := range [][]byte{
+		[]byte("not json"),
+		[]byte(`{"tool_name":"Write","tool_input":{"content":"` + strings.Repeat("x", MaxHookInput) + `"}}`),
+	} {
+		s := New(&fakeHost{})
+		sid := newTerminal(t, s)
+		c, _ := Digest("PermissionRequest", sid, body)
+		c.Wait = "1"
+		p, err := s.hook(c)
+		if err != nil || p != nil {
+			t.Fatalf("%.20q: waits for an answer (%v)", body, err)
+		}
+		s.mu.Lock()
+		n, st := len(s.answers), s.byID[sid].State
+		s.mu.Unlock()
+		if n != 0 || st != NeedsInput {
+			t.Fatalf("%.20q: %d prompts waiting, state %s", body, n, st)
+		}
+		s.Close()
+	}
+}

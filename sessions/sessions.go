@@ -903,7 +903,10 @@ func (s *Sessions) hook(c HookCall) (*pendingAnswer, error) {
 		}
 		lines, _ := strconv.Atoi(c.InputLines)
 		x.Request = newRequest(c.Tool, c.Input, c.Description, c.InputCut != "", lines)
-		if c.Wait != "" {
+		if c.Wait != "" && c.Tool != "" {
+			// (no tool: the hook's input could not be read, so the
+			// prompt would show nothing of what an answer allows; the
+			// CLI keeps its own)
 			p = s.addAnswerLocked(x, c)
 		}
 		s.setLocked(x, NeedsInput, x.waitingFor(x.Request.waiting()))
