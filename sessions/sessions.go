@@ -149,6 +149,9 @@ type Session struct {
 	// plan is the plan file a terminal's model last wrote (planCut: cut
 	// at MaxPlan): in plan mode its ExitPlanMode carries no plan.
 	plan, planCut string
+	// placed: a hook has said where the CLI runs (the first one decides:
+	// later ones follow its shell's cd).
+	placed bool
 }
 
 // waitingFor is what x waits for when a prompt is what says so: an open
@@ -858,11 +861,16 @@ func (s *Sessions) hook(c HookCall) (*pendingAnswer, error) {
 	if id := cliSessionID(c.ClaudeSession); id != "" {
 		x.ClaudeSession = id
 	}
-	if wt := cliWorktree(x.Dir, c.Cwd); wt != "" {
-		// A CLI started with its own --worktree (-w) made that worktree
-		// and runs in it: the session is the worktree's from now on (its
-		// files' selections go to it, the dashboard tags it).
-		x.Dir = wt
+	if c.Cwd != "" && !x.placed {
+		x.placed = true
+		if wt := cliWorktree(x.Dir, c.Cwd); wt != "" {
+			// A CLI started with its own --worktree (-w) made that
+			// worktree and runs in it from its first hook: the session
+			// is the worktree's from now on (its files' selections go to
+			// it, the dashboard tags it). Later hooks' cwd is where the
+			// model's shell cd'd to, which makes no worktree its own.
+			x.Dir = wt
+		}
 	}
 	c.Tool = display.Line(c.Tool, maxTool)
 	c.Message = display.Line(c.Message, maxWaiting)
