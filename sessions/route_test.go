@@ -98,3 +98,20 @@ func TestCLIWorktreeFromHooks(t *testing.T) {
 		}
 	}
 }
+
+// Where the CLI runs is told by its first hook: the model's `cd` into
+// another worktree under the project (the CLI's cwd follows its shell)
+// does not make the session that worktree's — its dashboard keys would
+// then discard or finish a worktree that is not the session's.
+func TestCLIWorktreeFirstHookOnly(t *testing.T) {
+	s := New(&fakeHost{})
+	sid := newTerminal(t, s)
+	for _, cwd := range []string{"/proj/a", "/proj/a/.claude/worktrees/other"} {
+		if err := s.Hook(HookCall{Session: sid, Event: "PreToolUse", Cwd: cwd}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if dir := s.List()[0].Dir; dir != "/proj/a" {
+		t.Fatalf("after a cd into another worktree the session's dir is %q", dir)
+	}
+}

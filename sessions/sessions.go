@@ -23,8 +23,10 @@ package sessions
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -147,6 +149,9 @@ type Session struct {
 	// plan is the plan file a terminal's model last wrote (planCut: cut
 	// at MaxPlan): in plan mode its ExitPlanMode carries no plan.
 	plan, planCut string
+	// placed: a hook has said where the CLI runs (the first one decides:
+	// later ones follow its shell's cd).
+	placed bool
 }
 
 // waitingFor is what x waits for when a prompt is what says so: an open
@@ -208,8 +213,9 @@ type Sessions struct {
 	// answer, by request id (answer.go).
 	answers   map[string]*pendingAnswer
 	answerSeq int
-	// hookToken is what the CLI's HTTP hooks show (in a header of the
-	// settings layer's 0600 file: never on a command line).
+	// hookToken is the key of every session's own token, which its CLI's
+	// HTTP hooks show (hookTokenOf; in a header of the settings layer's
+	// 0600 file: never on a command line).
 	hookToken string
 }
 
@@ -413,7 +419,7 @@ func (s *Sessions) handleTerminal(_ context.Context, p terminalParams) (any, err
 	s.mu.Unlock()
 	ours := HookSettings(s.bin(), id, p.Answer)
 	if p.Port > 0 {
-		ours = HTTPHookSettings(p.Port, id, p.Answer, s.hookToken)
+		ours = HTTPHookSettings(p.Port, id, p.Answer, s.hookTokenOf(id))
 	}
 	info := TerminalInfo{ID: id, Settings: ours}
 	if p.Port > 0 && p.UserSettings == "" {
@@ -576,14 +582,20 @@ func HTTPHookSettings(port int, id string, answer bool, token string) string {
 // Neovim. A request the feature cannot use is still answered {} (and
 // logged): a hook must never stop the CLI.
 func (s *Sessions) serveHook(w http.ResponseWriter, r *http.Request) {
-	want := sha256.Sum256([]byte("Bearer " + s.hookToken))
+	parts := strings.Split(strings.TrimPrefix(r.URL.Path, mcp.HTTPPrefix), "/")
+	id := ""
+	if len(parts) > 1 {
+		id = parts[1]
+	}
+	// the session's own token: one CLI (and every command its model runs
+	// can read its settings file) cannot post another session's hooks
+	want := sha256.Sum256([]byte("Bearer " + s.hookTokenOf(id)))
 	got := sha256.Sum256([]byte(r.Header.Get("Authorization")))
-	if subtle.ConstantTimeCompare(want[:], got[:]) != 1 {
-		s.log.Warn("a hook request without our token was refused", "remote", r.RemoteAddr)
+	if id == "" || subtle.ConstantTimeCompare(want[:], got[:]) != 1 {
+		s.log.Warn("a hook request without its session's token was refused", "remote", r.RemoteAddr)
 		http.Error(w, http.StatusText(http.StatusUnauthorized), http.StatusUnauthorized)
 		return
 	}
-	parts := strings.Split(strings.TrimPrefix(r.URL.Path, mcp.HTTPPrefix), "/")
 	wait := len(parts) == 3 && parts[2] == "wait" && parts[0] == "PermissionRequest"
 	if (len(parts) != 2 && !wait) || !slices.Contains(HookEvents, parts[0]) {
 		http.Error(w, "no such hook", http.StatusNotFound)
@@ -613,6 +625,14 @@ func (s *Sessions) serveHook(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(out)
+}
+
+// hookTokenOf is session id's token: keyed by the feature's secret, so
+// that no table of tokens need be kept.
+func (s *Sessions) hookTokenOf(id string) string {
+	m := hmac.New(sha256.New, []byte(s.hookToken))
+	m.Write([]byte(id))
+	return hex.EncodeToString(m.Sum(nil))
 }
 
 func shellQuote(s string) string {
@@ -841,11 +861,16 @@ func (s *Sessions) hook(c HookCall) (*pendingAnswer, error) {
 	if id := cliSessionID(c.ClaudeSession); id != "" {
 		x.ClaudeSession = id
 	}
-	if wt := cliWorktree(x.Dir, c.Cwd); wt != "" {
-		// A CLI started with its own --worktree (-w) made that worktree
-		// and runs in it: the session is the worktree's from now on (its
-		// files' selections go to it, the dashboard tags it).
-		x.Dir = wt
+	if c.Cwd != "" && !x.placed {
+		x.placed = true
+		if wt := cliWorktree(x.Dir, c.Cwd); wt != "" {
+			// A CLI started with its own --worktree (-w) made that
+			// worktree and runs in it from its first hook: the session
+			// is the worktree's from now on (its files' selections go to
+			// it, the dashboard tags it). Later hooks' cwd is where the
+			// model's shell cd'd to, which makes no worktree its own.
+			x.Dir = wt
+		}
 	}
 	c.Tool = display.Line(c.Tool, maxTool)
 	c.Message = display.Line(c.Message, maxWaiting)
@@ -903,7 +928,10 @@ func (s *Sessions) hook(c HookCall) (*pendingAnswer, error) {
 		}
 		lines, _ := strconv.Atoi(c.InputLines)
 		x.Request = newRequest(c.Tool, c.Input, c.Description, c.InputCut != "", lines)
-		if c.Wait != "" {
+		if c.Wait != "" && c.Tool != "" {
+			// (no tool: the hook's input could not be read, so the
+			// prompt would show nothing of what an answer allows; the
+			// CLI keeps its own)
 			p = s.addAnswerLocked(x, c)
 		}
 		s.setLocked(x, NeedsInput, x.waitingFor(x.Request.waiting()))

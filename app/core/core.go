@@ -326,8 +326,6 @@ func (a *App) handleStart(ctx context.Context, p StartParams) (any, error) {
 	return a.Status(), nil
 }
 
-// Start starts the IDE server if it is not running. A running server is left
-// as it is (the CLI may be connected to it).
 // httpHooks is the feature's handler of the CLI's HTTP hooks, or nil.
 func (a *App) httpHooks() http.Handler {
 	for _, h := range a.hooks {
@@ -338,6 +336,8 @@ func (a *App) httpHooks() http.Handler {
 	return nil
 }
 
+// Start starts the IDE server if it is not running. A running server is left
+// as it is (the CLI may be connected to it).
 func (a *App) Start(ctx context.Context, p StartParams) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
