@@ -38,6 +38,8 @@ end
 -- TUI of 0.10+ attaches after VimEnter), on a later turn of the main loop,
 -- when the screen has been flushed. Headless (no UI coming) it starts right
 -- after VimEnter; a UI that never attaches does not hold it back past 1 s.
+-- The host starts its server by itself (server.spawn_early): the lock file
+-- does not wait for Neovim's main loop, nor the main loop for the host.
 function M._auto_start()
   local started = false
   local function start()
@@ -47,7 +49,16 @@ function M._auto_start()
     started = true
     pcall(vim.api.nvim_del_augroup_by_name, "nvim-claude-auto-start")
     -- a timer, not vim.schedule: it runs after the loop's next flush
-    vim.defer_fn(M.serve_quiet, 0)
+    vim.defer_fn(function()
+      -- The host starts the server by itself as soon as its process is up
+      -- (the lock does not wait for the main loop); the requests that
+      -- report it follow once it has, so that the main loop never waits
+      -- for the host process to start.
+      local chan = require("claude.server").spawn_early(M.serve_quiet)
+      if not chan then
+        M.serve_quiet() -- says why
+      end
+    end, 0)
   end
   local function ui_expected()
     for _, a in ipairs(vim.v.argv) do
