@@ -360,6 +360,19 @@ require("claude").setup({ bin = %q, auto_start = true, env = { CLAUDE_CONFIG_DIR
 	}
 }
 
+// Starting the server loads neither vim.lsp nor vim.diagnostic: loading
+// them held Neovim's main loop for 20 ms at every start, and before they
+// are loaded no language server runs and no buffer has diagnostics.
+func TestServeLoadsNoLspOrDiagnostic(t *testing.T) {
+	e := startEditor(t, editorOpts{})
+	e.Exec(t, `vim.cmd("ClaudeServe")`)
+	var loaded map[string]bool
+	e.Eval(t, `return { running = require("claude.server").is_running(), lsp = package.loaded["vim.lsp"] ~= nil, diagnostic = package.loaded["vim.diagnostic"] ~= nil }`, &loaded)
+	if !loaded["running"] || loaded["lsp"] || loaded["diagnostic"] {
+		t.Fatalf("after :ClaudeServe: %v, want the server running and neither module loaded", loaded)
+	}
+}
+
 func TestLockGoesWhereTheCLILooks(t *testing.T) {
 	tmp := t.TempDir()
 	home := filepath.Join(tmp, "home")
