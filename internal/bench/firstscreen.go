@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -186,7 +185,23 @@ func (r *runner) firstScreen(ctx context.Context, dir, init string, env []string
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// The lock is watched from exec on (inotify, no polling that would
+	// take a core from Neovim): a lock written before the first screen,
+	// as the floor's is, is timed when it appears, not when looked for.
+	var w *dirWatch
+	if waitLock {
+		if err := os.MkdirAll(lockDir, 0o700); err != nil {
+			slave.Close()
+			return 0, 0, err
+		}
+		if w, err = watchDir(lockDir); err != nil {
+			slave.Close()
+			return 0, 0, err
+		}
+		defer w.close()
+	}
 	start := time.Now()
+	startMono := monoMicros()
 	if err := cmd.Start(); err != nil {
 		slave.Close()
 		return 0, 0, err
@@ -232,17 +247,15 @@ func (r *runner) firstScreen(ctx context.Context, dir, init string, env []string
 		defer mu.Unlock()
 		return 0, 0, fmt.Errorf("no first screen within 20 s; the terminal shows %q", lastBytes(out, 400))
 	}
-	if waitLock {
-		for {
-			ents, _ := os.ReadDir(lockDir)
-			if slices.ContainsFunc(ents, func(e os.DirEntry) bool { return lockCreated(fileEvent{Name: e.Name(), Mask: syscall.IN_MOVED_TO}) }) {
-				lock = float64(time.Since(start).Microseconds()) / 1000
-				break
+	for waitLock {
+		select {
+		case ev := <-w.Events:
+			if lockCreated(ev) {
+				lock = usMS(ev.Mono - startMono)
+				waitLock = false
 			}
-			if cctx.Err() != nil {
-				return 0, 0, errors.New("auto_start: no lock file within 20 s")
-			}
-			time.Sleep(200 * time.Microsecond)
+		case <-cctx.Done():
+			return 0, 0, errors.New("no lock file within 20 s")
 		}
 	}
 	if headless {
