@@ -130,6 +130,11 @@ func lockOf(h host.Host) func() (int, []byte, error) {
 	}
 }
 
+// EarlyStartEnv names the variable Lua starts the host with when the
+// server should start at once (auto_start): {"version", "options",
+// "start"}, as the "options" and "start" requests would send them.
+const EarlyStartEnv = "NVIM_CLAUDE_START"
+
 // Serve runs the application on the msgpack-RPC channel to Neovim (r, w:
 // the job's stdin and stdout) until Neovim closes it or ctx ends (a
 // signal), then stops the IDE server and every feature.
@@ -146,6 +151,19 @@ func Serve(ctx context.Context, r io.Reader, w io.WriteCloser, log *slog.Logger)
 	}
 	served := make(chan error, 1)
 	go func() { served <- bridge.Serve() }()
+	// auto_start hands the start request to the job itself, so that the
+	// server listens while Neovim is still starting, not a main-loop
+	// turn and two round trips after it.
+	if early, ok := os.LookupEnv(EarlyStartEnv); ok {
+		_ = os.Unsetenv(EarlyStartEnv) // not for the CLIs and hooks the host starts
+		err := a.StartEarly(ctx, []byte(early), Version)
+		if err != nil {
+			// Lua's own options and start requests follow and say what is wrong.
+			log.Warn("early start", "err", err)
+		}
+		// Lua waits for this, not for the host's start, to send its requests.
+		a.Emit("early_start", map[string]any{"ok": err == nil})
+	}
 	log.Info("started", "version", Version, "pid", os.Getpid())
 	// A host killed outright could not remove its proposal directory.
 	if n := nvimbridge.SweepStaleProposals(); n > 0 {

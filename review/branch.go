@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -47,7 +46,20 @@ type branchRef struct {
 	Label string `json:"label"` // how the panel names the branch (Lua makes it)
 }
 
-var commitID = regexp.MustCompile(`^[0-9a-f]{40}([0-9a-f]{24})?$`)
+// isCommitID reports whether s is a full commit id: 40 (SHA-1) or 64
+// (SHA-256) lowercase hex digits. Not a regexp: a package-level one is
+// compiled at every start of the host, before its server may listen.
+func isCommitID(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
 
 // checkBranchRef refuses what is not a worktree directory and two commit
 // ids: nothing from the request reaches git's command line as an option.
@@ -55,7 +67,7 @@ func checkBranchRef(r branchRef) error {
 	if !filepath.IsAbs(r.Dir) || hasDotDot(r.Dir) {
 		return fmt.Errorf("the worktree %s is not an absolute path", display.Line(r.Dir, 0))
 	}
-	if !commitID.MatchString(r.Base) || !commitID.MatchString(r.Tip) {
+	if !isCommitID(r.Base) || !isCommitID(r.Tip) {
 		return errors.New("a branch review needs the base and the tip as full commit ids")
 	}
 	return nil

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 )
 
@@ -28,10 +27,13 @@ const readChunk = 64 << 10
 // transcripts in, under <config dir>/projects: the project's path with
 // every character but a letter or a digit made "-".
 func projectDirName(cwd string) string {
-	return nonAlnum.ReplaceAllString(cwd, "-")
+	return strings.Map(func(r rune) rune {
+		if r < 0x80 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return r
+		}
+		return '-'
+	}, cwd)
 }
-
-var nonAlnum = regexp.MustCompile(`[^a-zA-Z0-9]`)
 
 // record is the part of one transcript line the queue reads.
 type record struct {

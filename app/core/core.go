@@ -209,8 +209,21 @@ func (a *App) Register(r Registrar) error {
 // security) do not decode; a feature refuses its own and keeps its
 // previous options. The error names every option that was refused.
 func (a *App) SetOptions(o host.Options) error {
+	return a.setOptions(o, false)
+}
+
+// setOptions is SetOptions; onlyFirst keeps the options already set.
+func (a *App) setOptions(o host.Options, onlyFirst bool) error {
 	a.optsMu.Lock()
 	defer a.optsMu.Unlock()
+	if onlyFirst {
+		a.mu.Lock()
+		set := a.opts != nil
+		a.mu.Unlock()
+		if set {
+			return nil
+		}
+	}
 	var single bool
 	var sec struct {
 		// security.deny followed by security.deny_extra
@@ -234,6 +247,42 @@ func (a *App) SetOptions(o host.Options) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// earlyStart is what Lua hands a host it starts with the server already
+// wanted (auto_start): the options and start requests' parameters, and
+// the plugin's version.
+type earlyStart struct {
+	Version string          `json:"version"`
+	Options json.RawMessage `json:"options"`
+	Start   StartParams     `json:"start"`
+}
+
+// StartEarly applies the options and starts the IDE server from raw (an
+// earlyStart), before Lua has sent a request: the lock file is written
+// while Neovim is still busy starting. It does nothing for a plugin of
+// another version (Lua's own options request finds that out and says
+// so) and keeps options Lua has already sent. Lua's start request that
+// follows finds the server running and gets its status.
+func (a *App) StartEarly(ctx context.Context, raw []byte, version string) error {
+	var e earlyStart
+	if err := json.Unmarshal(raw, &e); err != nil {
+		return fmt.Errorf("early start: %w", err)
+	}
+	if e.Version != version {
+		return fmt.Errorf("early start: the plugin is version %q, the host %q", e.Version, version)
+	}
+	if e.Start.PID <= 0 || e.Start.Cwd == "" || e.Start.ConfigDir == "" {
+		return errors.New("early start: pid, cwd and config_dir are required")
+	}
+	var o host.Options
+	if err := json.Unmarshal(e.Options, &o); err != nil {
+		return fmt.Errorf("early start: options: %w", err)
+	}
+	if err := a.setOptions(o, true); err != nil {
+		return fmt.Errorf("early start: %w", err)
+	}
+	return a.Start(ctx, e.Start)
 }
 
 // singleSession is the single_session option now.

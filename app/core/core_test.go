@@ -230,3 +230,63 @@ func (f *slowFeature) Hooks() host.Hooks {
 		},
 	}}
 }
+
+// auto_start's early start: the job's environment carries the options and
+// the start parameters, and the server listens before Lua sends a request
+// — unless the plugin is of another version (Lua's own requests then say
+// so) or Lua's options came first (they are newer and stay).
+func TestStartEarly(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		version    string
+		before     string // options Lua sent before, "" for none
+		wantServer bool
+		wantErr    string
+		wantSeen   int
+	}{
+		{name: "same version", version: "test", wantServer: true, wantSeen: 1},
+		{name: "another version", version: "0.0.9", wantErr: "version", wantSeen: 0},
+		{name: "options came first", version: "test", before: `{"execute":{"confirm":true}}`, wantServer: true, wantSeen: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &optionsFeature{}
+			a := New(Options{Version: "test", Features: func(host.Host) []host.Feature { return []host.Feature{f} }})
+			t.Cleanup(func() { _ = a.Close() })
+			if tc.before != "" {
+				var o host.Options
+				if err := json.Unmarshal([]byte(tc.before), &o); err != nil {
+					t.Fatal(err)
+				}
+				if err := a.SetOptions(o); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cfg := t.TempDir()
+			raw, _ := json.Marshal(map[string]any{
+				"version": tc.version,
+				"options": map[string]any{"execute": map[string]any{"confirm": false}},
+				"start":   map[string]any{"pid": 1, "cwd": t.TempDir(), "config_dir": cfg},
+			})
+			err := a.StartEarly(context.Background(), raw, "test")
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Fatalf("StartEarly: %v, want error containing %q", err, tc.wantErr)
+			}
+			if got := a.Server() != nil; got != tc.wantServer {
+				t.Fatalf("server running %v, want %v", got, tc.wantServer)
+			}
+			if tc.wantServer && !strings.HasPrefix(a.Status().LockFile, cfg) {
+				t.Errorf("lock file %q, want it in %s", a.Status().LockFile, cfg)
+			}
+			o, n := f.last()
+			if n != tc.wantSeen {
+				t.Fatalf("the feature heard %d options, want %d", n, tc.wantSeen)
+			}
+			var ex struct {
+				Confirm bool `json:"confirm"`
+			}
+			if n > 0 && (o.Decode("execute", &ex) != nil || ex.Confirm != (tc.before != "")) {
+				t.Errorf("execute.confirm %v: the options Lua sent first must stay", ex.Confirm)
+			}
+		})
+	}
+}

@@ -341,6 +341,38 @@ func TestHostOfAnotherVersionIsNotUsed(t *testing.T) {
 	}
 }
 
+// auto_start starts the host with the server wanted at once; a host of
+// another version must still be reported and stopped, never used, and no
+// lock of it left behind.
+func TestAutoStartHostOfAnotherVersion(t *testing.T) {
+	cfg := t.TempDir()
+	n := nvimtest.Start(t, nvimtest.Options{Init: captureNotify + fmt.Sprintf(`
+package.loaded["claude.version"] = "9.9.9"
+require("claude").setup({ bin = %q, auto_start = true, env = { CLAUDE_CONFIG_DIR = %q } })`, hostBin, cfg)})
+	n.WaitFor(t, 10*time.Second, `#_G.notes > 0 and require("claude.server").state().chan == nil`, `return { notes = _G.notes, chan = require("claude.server").state().chan }`, "the version error")
+	var ns []note
+	n.Eval(t, `return _G.notes`, &ns)
+	if len(ns) != 1 || ns[0].Level != 4 || !strings.Contains(ns[0].Msg, "but the plugin is 9.9.9") {
+		t.Fatalf("want one error naming both versions, got %+v", ns)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(cfg, "ide")); len(ents) != 0 {
+		t.Errorf("a lock is left in %s: %v", cfg, ents)
+	}
+}
+
+// Starting the server loads neither vim.lsp nor vim.diagnostic: loading
+// them held Neovim's main loop for 20 ms at every start, and before they
+// are loaded no language server runs and no buffer has diagnostics.
+func TestServeLoadsNoLspOrDiagnostic(t *testing.T) {
+	e := startEditor(t, editorOpts{})
+	e.Exec(t, `vim.cmd("ClaudeServe")`)
+	var loaded map[string]bool
+	e.Eval(t, `return { running = require("claude.server").is_running(), lsp = package.loaded["vim.lsp"] ~= nil, diagnostic = package.loaded["vim.diagnostic"] ~= nil }`, &loaded)
+	if !loaded["running"] || loaded["lsp"] || loaded["diagnostic"] {
+		t.Fatalf("after :ClaudeServe: %v, want the server running and neither module loaded", loaded)
+	}
+}
+
 func TestLockGoesWhereTheCLILooks(t *testing.T) {
 	tmp := t.TempDir()
 	home := filepath.Join(tmp, "home")

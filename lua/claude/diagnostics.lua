@@ -219,7 +219,10 @@ function M.snapshot()
   state.pending = {}
   state.reported = {}
   local files = {}
-  for _, buf in ipairs(api.nvim_list_bufs()) do
+  -- Nothing has diagnostics before something loads vim.diagnostic, and
+  -- loading it here would hold the main loop at every server start.
+  local bufs = package.loaded["vim.diagnostic"] and api.nvim_list_bufs() or {}
+  for _, buf in ipairs(bufs) do
     local path, diags = M.collect(buf)
     if path and #diags > 0 then
       state.reported[buf] = path
@@ -230,6 +233,11 @@ function M.snapshot()
 end
 
 local function lsp_clients()
+  -- No language server runs before something loads vim.lsp, which costs
+  -- tens of milliseconds of the main loop to load.
+  if not package.loaded["vim.lsp"] then
+    return {}
+  end
   if vim.lsp.get_clients then
     return vim.lsp.get_clients()
   end

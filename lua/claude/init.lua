@@ -37,9 +37,31 @@ end
 -- way: once Neovim has entered (VimEnter) and its UI is there (UIEnter; the
 -- TUI of 0.10+ attaches after VimEnter), on a later turn of the main loop,
 -- when the screen has been flushed. Headless (no UI coming) it starts right
--- after VimEnter; a UI that never attaches does not hold it back past 1 s.
+-- after VimEnter (its process starts at setup(): no screen to keep clear);
+-- a UI that never attaches does not hold it back past 1 s. The host starts
+-- its server by itself (server.spawn_early): the lock file does not wait
+-- for Neovim's main loop, nor the main loop for the host.
 function M._auto_start()
   local started = false
+  -- The host starts the server by itself as soon as its process is up (the
+  -- lock does not wait for the main loop); the requests that report it
+  -- (serve_quiet) follow once it has and Neovim has entered, so that the
+  -- main loop never waits for the host process to start.
+  local spawned, host_ready, entered_loop = nil, false, false
+  local function finish()
+    if host_ready and entered_loop then
+      host_ready = false
+      M.serve_quiet()
+    end
+  end
+  local function spawn()
+    if spawned == nil then
+      spawned = require("claude.server").spawn_early(function()
+        host_ready = true
+        finish()
+      end) ~= nil
+    end
+  end
   local function start()
     if started then
       return
@@ -47,7 +69,15 @@ function M._auto_start()
     started = true
     pcall(vim.api.nvim_del_augroup_by_name, "nvim-claude-auto-start")
     -- a timer, not vim.schedule: it runs after the loop's next flush
-    vim.defer_fn(M.serve_quiet, 0)
+    vim.defer_fn(function()
+      spawn()
+      entered_loop = true
+      if spawned then
+        finish()
+      else
+        M.serve_quiet() -- says why the job did not start
+      end
+    end, 0)
   end
   local function ui_expected()
     for _, a in ipairs(vim.v.argv) do
@@ -56,6 +86,11 @@ function M._auto_start()
       end
     end
     return true
+  end
+  if not ui_expected() then
+    -- No screen to draw first: the host process starts beside Neovim's own
+    -- startup.
+    spawn()
   end
   local function entered()
     if #vim.api.nvim_list_uis() > 0 or not ui_expected() then

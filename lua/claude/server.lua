@@ -18,6 +18,7 @@ local state = {
   stderr = {},
 }
 local augroup
+local create_autocmds
 
 -- Callbacks of request_async calls waiting for their "reply" event, by id.
 local H = { async = {}, async_seq = 0 }
@@ -39,6 +40,9 @@ local function reset()
     end
   end
   state.chan = nil
+  state.handshaken = nil
+  state.early = nil
+  state.on_early = nil
   state.running = false
   state.port = nil
   state.lock_file = nil
@@ -96,6 +100,28 @@ function M.ensure_job()
   if state.chan then
     return state.chan
   end
+  local chan, err = M.spawn()
+  if not chan then
+    return nil, err
+  end
+  return M.handshake(chan)
+end
+
+-- start_params are the start request's parameters.
+local function start_params()
+  return { pid = vim.fn.getpid(), cwd = vim.fn.getcwd(-1, -1), config_dir = config.claude_config_dir() }
+end
+
+--- Starts the Go host job (no request yet). With early, the job gets the
+--- options and the start request's parameters in its environment and
+--- starts the server at once, while Neovim goes on starting: the lock file
+--- does not wait for a main-loop turn and two round trips (auto_start). The
+--- handshake (M.handshake, which M.start's requests run) checks its version
+--- and options as ever. Returns the channel id, or nil and a message.
+function M.spawn(early)
+  if state.chan then
+    return state.chan
+  end
   local bin = config.bin()
   if vim.fn.executable(bin) ~= 1 then
     return nil,
@@ -107,16 +133,57 @@ function M.ensure_job()
   end
   local log_file = config.log_file()
   vim.fn.mkdir(vim.fn.fnamemodify(log_file, ":h"), "p")
-  local ok, chan = pcall(vim.fn.jobstart, { bin, "-log-file", log_file, "-log-level", config.log_level() }, {
-    rpc = true,
-    on_exit = on_exit,
-    on_stderr = on_stderr,
-  })
+  local opts = { rpc = true, on_exit = on_exit, on_stderr = on_stderr }
+  if early then
+    state.early = start_params()
+    opts.env = {
+      NVIM_CLAUDE_START = vim.json.encode({
+        version = require("claude.version"),
+        options = config.host_options(),
+        start = state.early,
+      }),
+    }
+  end
+  local ok, chan = pcall(vim.fn.jobstart, { bin, "-log-file", log_file, "-log-level", config.log_level() }, opts)
   if not ok or chan <= 0 then
     return nil, string.format("nvim-claude: could not start %s: %s", bin, ok and chan or tostring(chan))
   end
   state.chan = chan
   state.stopping = false
+  if early then
+    state.handshaken = false
+    create_autocmds()
+  end
+  return chan
+end
+
+--- Starts the job with the server wanted at once (M.spawn(true)) and calls
+--- done() when the host has started it (or failed to: done's requests then
+--- say why), without holding the main loop while the host process starts;
+--- a host that never says so (another version) is given 1 s. Returns nil
+--- and a message when the job could not start.
+function M.spawn_early(done)
+  local chan, err = M.spawn(true)
+  if not chan then
+    return nil, err
+  end
+  local called = false
+  local function once()
+    if not called then
+      called = true
+      state.on_early = nil
+      done()
+    end
+  end
+  state.on_early = once
+  vim.defer_fn(once, 1000)
+  return chan
+end
+
+--- The options first (the host keeps no default of its own), then the
+--- version check. Returns chan, or nil and a message (the job stopped).
+function M.handshake(chan)
+  state.handshaken = true
   -- The options come first: the host keeps no default of its own. Its
   -- answer names its version, which must be ours: a host left from another
   -- version of the plugin is reported and stopped, never used.
@@ -131,7 +198,7 @@ function M.ensure_job()
     return nil,
       string.format(
         "nvim-claude: the Go host %s is version %s, but the plugin is %s. Rebuild it with `make` in %s, or run :ClaudeInstall.",
-        bin,
+        config.bin(),
         host_version,
         want,
         config.root()
@@ -161,6 +228,9 @@ end
 --- an error message.
 function M.request(method, params)
   local chan, err = M.ensure_job()
+  if chan and not state.handshaken then
+    chan, err = M.handshake(chan)
+  end
   if not chan then
     return nil, err
   end
@@ -191,6 +261,9 @@ end
 ---@param cb fun(result: any, err: string?)
 function M.request_async(method, params, cb)
   local chan, err = M.ensure_job()
+  if chan and not state.handshaken then
+    chan, err = M.handshake(chan)
+  end
   if not chan then
     cb(nil, err)
     return
@@ -221,7 +294,7 @@ local function apply_status(st)
   state.clients = st.clients or {}
 end
 
-local function create_autocmds()
+function create_autocmds()
   if augroup then
     return
   end
@@ -249,16 +322,18 @@ end
 --- Starts the IDE server (and the job if needed). Returns the status or nil
 --- and an error message.
 function M.start()
-  local st, err = M.request("start", {
-    pid = vim.fn.getpid(),
-    cwd = vim.fn.getcwd(-1, -1),
-    config_dir = config.claude_config_dir(),
-  })
+  local st, err = M.request("start", start_params())
   if not st then
     return nil, err or "nvim-claude: the Go host gave no answer to start"
   end
   apply_status(st)
   create_autocmds()
+  local early = state.early
+  state.early = nil
+  if early and early.cwd ~= vim.fn.getcwd(-1, -1) then
+    -- the server started early; the directory changed before DirChanged was heard
+    M.notify("cwd_changed", { cwd = vim.fn.getcwd(-1, -1) })
+  end
   for _, mod in ipairs(M.features) do
     local m = require(mod)
     if m.attach then
@@ -317,6 +392,12 @@ function M.on_event(name, data)
       else
         w.cb(data.result ~= vim.NIL and data.result or nil)
       end
+    end
+  elseif name == "early_start" then
+    local cb = state.on_early
+    state.on_early = nil
+    if cb then
+      cb()
     end
   elseif name == "clients" then
     state.clients = data.clients or {}
