@@ -54,10 +54,9 @@ const (
 // selection that just ended, or the first move after a rest — the leading
 // edge; either may also ask for a pull after the debounce, as
 // selection_dirty does, which sends the final state of a burst) and turns
-// sharing on and off (selection_share). A pushed state goes out at once.
-// One goroutine (run) owns the debounce: after debounce_ms it pulls the
-// state from Neovim, lets the coalescer drop stale and duplicate
-// observations and broadcasts the rest.
+// sharing on and off (selection_share). One goroutine (run) owns the
+// debounce: after debounce_ms it pulls the state from Neovim, lets the
+// coalescer drop stale and duplicate observations and broadcasts the rest.
 // The same goroutine greets a newly connected CLI with the latest selection
 // and the mentions queued for it, so that nothing reaches a client out of
 // order.
@@ -170,6 +169,7 @@ type selEventKind int
 
 const (
 	selDirty     selEventKind = iota // the cursor moved: debounce, then pull
+	selUpdate                        // Lua pushed a state (visual mode ended, a move after a rest); pull: then as selDirty
 	selShare                         // sharing turned off: drop a pending pull
 	selFlush                         // pull now if a pull is pending (tools)
 	selConnected                     // a CLI connected: greet it after greetDelay
@@ -185,6 +185,8 @@ type selGreeting struct {
 
 type selEvent struct {
 	kind   selEventKind
+	state  nvimbridge.SelectionState
+	pull   bool // selUpdate: Lua asks for a pull after the debounce
 	client string
 	reply  chan struct{}
 }
@@ -209,16 +211,8 @@ type updateParams struct {
 	Pull bool `json:"pull"`
 }
 
-// handleUpdate sends a pushed state at once, from the notification's own
-// goroutine: handing it to run first cost a goroutine wake-up on the way
-// to the CLI (a few hundred µs on a loaded machine, measured on a Visual
-// selection's end). The coalescer's sequence numbers order it against a
-// pull that run may be applying meanwhile, and sendMu the sending.
 func (c *Tracker) handleUpdate(p updateParams) {
-	c.apply(&p.State)
-	if p.Pull {
-		c.post(selEvent{kind: selDirty})
-	}
+	c.post(selEvent{kind: selUpdate, state: p.State, pull: p.Pull})
 }
 
 // shareParams are selection_share's parameters.
@@ -237,9 +231,8 @@ func (c *Tracker) handleShare(_ context.Context, p shareParams) (any, error) {
 	return map[string]bool{"sharing": p.On}, nil
 }
 
-// run owns the debounce, greeting and mention-expiry timers and sends
-// what its pulls gather; a pushed state goes out from handleUpdate, and
-// sendMu orders the two.
+// run owns the debounce, greeting and mention-expiry timers; it is the
+// only goroutine that sends selection_changed.
 func (c *Tracker) run() {
 	defer close(c.done)
 	debounce := time.NewTimer(time.Hour)
@@ -266,7 +259,13 @@ func (c *Tracker) run() {
 			return
 		case ev := <-c.inbox:
 			switch ev.kind {
-			case selDirty:
+			case selDirty, selUpdate:
+				if ev.kind == selUpdate {
+					c.apply(&ev.state)
+					if !ev.pull {
+						break
+					}
+				}
 				if !pending && c.isSharing() {
 					pending = true
 					// Poll at half the debounce: the cursor counts as
