@@ -10,17 +10,6 @@ import (
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 )
 
-// chatFrame is the least time between two deliveries of streamed text or
-// thinking to Lua: a delta goes at once when the last one went at least a
-// frame ago, else it waits for the frame's end, and the deltas of the same
-// block that arrive meanwhile merge into it. Each delivery costs Neovim an
-// RPC call, the Lua rendering and a redraw of the transcript, whatever it
-// carries: at 200 deltas/s, one frame of 8 ms carries about two. 8 ms
-// keeps a delta's wait plus its rendering within a 60 Hz frame (16 ms);
-// a slower Neovim batches more by itself, as the next delivery only starts
-// when it has taken the last (benchmark 20–21 measure both sides).
-const chatFrame = 8 * time.Millisecond
-
 // chatEmitTimeout bounds one delivery attempt to Lua (a failed attempt is
 // retried: chat events are never dropped).
 const chatEmitTimeout = 10 * time.Second
@@ -28,12 +17,17 @@ const chatEmitTimeout = 10 * time.Second
 // outbox delivers one chat's events to Lua in order, one call at a time,
 // never dropping any (unlike App.post): its queue grows as needed. Deltas
 // of the same block that queue up are merged.
+//
+// Streamed text and thinking go to Lua when Neovim is free to take them:
+// the first delta after a pause goes at once, and the deltas of the same
+// block that arrive while a delivery is in flight merge into the next one,
+// which starts as soon as Neovim has answered. A fixed frame would make
+// every delta wait for it (its p99 is the frame) while saving nothing when
+// deltas come slower than Neovim renders them; waiting for Neovim batches
+// exactly as much as Neovim is behind (at 2,000 deltas/s, several a write).
 type outbox struct {
 	emit func(ctx context.Context, name string, data any) error
 	log  func(msg string, args ...any)
-
-	// lastDelta is when the last delta's delivery began (run's own).
-	lastDelta time.Time
 
 	mu      sync.Mutex
 	items   []*outItem
@@ -127,24 +121,10 @@ func (o *outbox) run() {
 				return
 			}
 		}
-		if it.key != "" {
-			// One delivery of streamed text per frame: more of the block
-			// merges into this item meanwhile.
-			if wait := chatFrame - time.Since(o.lastDelta); wait > 0 {
-				t := time.NewTimer(wait)
-				select {
-				case <-t.C:
-				case <-o.stopped.Done():
-					t.Stop()
-					return
-				}
-			}
-		}
 		o.mu.Lock()
 		o.items = o.items[1:]
 		if it.key != "" {
 			it.data["delta"] = it.delta
-			o.lastDelta = time.Now()
 		}
 		o.mu.Unlock()
 		// it is out of the queue (nothing merges into it any more) but

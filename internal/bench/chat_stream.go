@@ -185,8 +185,8 @@ func runChatStream(ctx context.Context, r *runner) (*section, error) {
 		return fmtMS(p99.median())
 	}
 	sec.printf("**Reading it.** The chat's path has two hops the floor does not — the stand-in's pipe into the host, the host's "+
-		"RPC into Neovim — and batches what arrives within a frame of 8 ms into one write (chatpanel's `chatFrame`), so its "+
-		"p50 sits a few ms above the floor's and its p99 about a frame. The highlighting decides the rest: at 200 deltas/s "+
+		"RPC into Neovim — and writes a delta as soon as Neovim answered the previous write, merging the deltas that came "+
+		"meanwhile (chatpanel's outbox), so its p50 sits a few ms above the floor's. The highlighting decides the rest: at 200 deltas/s "+
 		"(median p99 over the runs) the floor shows each token within %s with Vim's markdown syntax and %s with treesitter, the "+
 		"chat within %s and %s. Neovim 0.12's treesitter markdown re-parses the buffer at every edit — 3–5 ms of CPU a delta "+
 		"here (scenario 21), more as the buffer grows (scenario 22; a known upstream limit, nvim-treesitter#2916) — so the "+
@@ -209,8 +209,14 @@ func runChatStream(ctx context.Context, r *runner) (*section, error) {
 		if k.side == "chat" {
 			switch k.rate {
 			case 200:
-				target, v = "p99 ≤ 16 ms", verdict(p99.median() <= 16)
-				missed = p99.median() > 16
+				// within 3× the floor's p99 of the same runs
+				var fl sample
+				for _, p := range res[key{"floor", 200}] {
+					fl = append(fl, p.lat.summarize().P99)
+				}
+				ok := p99.median() <= 3*fl.median()
+				target, v = fmt.Sprintf("p99 ≤ 3× the floor's (%s)", fmtMS(3*fl.median())), verdict(ok)
+				missed = !ok
 			case 2000:
 				target, v = "no delta lost or out of order", verdict(intact)
 			}

@@ -196,6 +196,16 @@ function long_transcript(chat, n)
   end
 end
 
+-- bufopt sets a buffer option through the API: vim.bo's accessor costs a
+-- few µs more per write, paid twice per streamed delta.
+local function bufopt(buf, name, value)
+  if api.nvim_buf_set_option then
+    api.nvim_buf_set_option(buf, name, value)
+  else
+    api.nvim_set_option_value(name, value, { buf = buf })
+  end
+end
+
 -- put replaces rows [s, e) (0-based, end exclusive) with lines whose fold
 -- levels are levels (a list, or one value for all) and highlights hls (a
 -- group per line, or one group, or nil).
@@ -212,10 +222,10 @@ local function put(chat, s, e, lines, levels, hls)
   end
   -- the levels first (see the header comment)
   set_levels(chat, s, e, lv)
-  vim.bo[buf].modifiable = true
+  bufopt(buf, "modifiable", true)
   api.nvim_buf_set_lines(buf, s, e, false, lines)
-  vim.bo[buf].modifiable = false
-  vim.bo[buf].modified = false
+  bufopt(buf, "modifiable", false)
+  bufopt(buf, "modified", false)
   if hls then
     for i = 1, #lines do
       local g
@@ -285,6 +295,27 @@ end
 
 -- Streaming -----------------------------------------------------------------
 
+-- append_text appends text without a line break to the last line, row
+-- last (1-based): the write of most streamed deltas. Only the end of the
+-- line changes, so the fold levels stay as they are and nvim_buf_set_text
+-- touches nothing else (no read-back and rewrite of the line). A thinking
+-- line's highlight already runs to the line's end, past the new text.
+local function append_text(chat, last, text)
+  local buf = chat.tbuf
+  if not api.nvim_buf_is_valid(buf) then
+    return
+  end
+  local follow = followers(chat)
+  local col = #api.nvim_buf_get_lines(buf, last - 1, last, false)[1]
+  bufopt(buf, "modifiable", true)
+  api.nvim_buf_set_text(buf, last - 1, col, last - 1, col, { text })
+  bufopt(buf, "modifiable", false)
+  bufopt(buf, "modified", false)
+  for _, w in ipairs(follow) do
+    pcall(api.nvim_win_set_cursor, w, { last, 0 })
+  end
+end
+
 -- stream appends delta to the block key (a text or thinking block). The
 -- block continues while it is the last thing in the buffer; anything
 -- appended in between makes a later delta start a new block.
@@ -302,8 +333,12 @@ local function stream(chat, kind, key, delta)
     chat.r.cur = key
     chat.r.fresh = kind == "thinking"
   end
-  local parts = split(delta)
   local last = line_count(chat)
+  if not chat.r.fresh and not delta:find("\n", 1, true) then
+    append_text(chat, last, delta)
+    return
+  end
+  local parts = split(delta)
   local tail = api.nvim_buf_get_lines(chat.tbuf, last - 1, last, false)[1]
   local level = kind == "thinking" and "1" or "0"
   local hl = kind == "thinking" and "ClaudeChatThinking" or nil
