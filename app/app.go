@@ -84,7 +84,8 @@ func Features(h host.Host, ws *workspace.Workspace, ed Editor) []host.Feature {
 	ctx := editorcontext.New(h, ed, ws, Version)
 	rev := diff.New(h, ed)
 	sess := sessions.New(h)
-	far := remote.NewLink(h, remote.Peers{SetMap: ws.SetMap, Lock: lockOf(h)})
+	far := remote.NewLink(h, remote.Peers{SetMap: ws.SetMap, Lock: lockOf(h), Settings: sess.FarSettings})
+	sess.SetFar(far)
 	sel.SetRouter(sessionRouter{h: h, sess: sess})
 	rev.SetSessions(sessionNamer{h: h, sess: sess})
 	tools := edtools.New(h, ed, edtools.Peers{

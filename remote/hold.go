@@ -33,9 +33,11 @@ type Hold struct {
 // the lock.
 func (t Target) holdScript(port int) string {
 	p := strconv.Itoa(t.farPort(port))
+	// s: the far sessions' settings layers (WriteSettings), which go with
+	// the lock: without the channel their hooks reach nothing.
 	return "umask 077 && d=" + t.lockDir() + ` && mkdir -p "$d" && chmod 700 "$d" && ` +
-		`t="$d/.` + p + `.lock.$$" && f="$d/` + p + `.lock" && ` +
-		`trap 'rm -f "$t" "$f"' EXIT && trap 'rm -f "$t" "$f"; ${c:+kill $c}; exit 1' HUP INT TERM PIPE && ` +
+		`t="$d/.` + p + `.lock.$$" && f="$d/` + p + `.lock" && s=` + t.settingsDir(port) + ` && ` +
+		`trap 'rm -f "$t" "$f"; rm -rf "$s"' EXIT && trap 'rm -f "$t" "$f"; rm -rf "$s"; ${c:+kill $c}; exit 1' HUP INT TERM PIPE && ` +
 		`head -n 1 | sed "s/^{\"pid\":0,/{\"pid\":$$,/" > "$t" && mv -f "$t" "$f" && echo ready && ` +
 		// The wait is in the background so that a hang-up's trap runs at
 		// once (a shell runs traps only between commands); the reader gets

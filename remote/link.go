@@ -44,6 +44,10 @@ type Peers struct {
 	// Lock is the running IDE server's port and its lock file's JSON
 	// (an error when the server does not run).
 	Lock func() (port int, lock []byte, err error)
+	// Settings is the settings layer of terminal session id (the
+	// sessions feature's HTTP hooks, to the far port farPort, with their
+	// token), "" when the session has none (nil: no session has one).
+	Settings func(id string, farPort int) (string, error)
 }
 
 type active struct {
@@ -53,6 +57,9 @@ type active struct {
 	hold    *Hold
 	port    int
 	closing bool // we close it: its end is no loss
+	// settings are the far paths of the sessions' settings layers
+	// written over this hold, by session id (l.mu).
+	settings map[string]string
 }
 
 // NewLink makes the feature.
@@ -92,6 +99,9 @@ type Params struct {
 	Cwd string `json:"cwd"`
 	// Args are the CLI's arguments (the terminal's).
 	Args []string `json:"args"`
+	// Session is the terminal's session id (the sessions feature's), whose
+	// settings layer goes to the far side ("": none).
+	Session string `json:"session"`
 }
 
 // Resolve makes the Target and the mapping of p. A far directory without
@@ -186,14 +196,72 @@ func (l *Link) handleStart(ctx context.Context, p Params) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	argv, err := t.Terminal(a.port, p.Args)
+	args, warning := l.farSettings(ctx, a, p.Session, p.Args)
+	argv, err := t.Terminal(a.port, args)
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{
+	res := map[string]any{
 		"argv": argv, "label": display.Line(t.Label(), 300), "port": a.port,
 		"far": m.Remote(), "local": m.Local(), "hold": a.hold.Argv(), "hold_pid": a.hold.Pid(),
-	}, nil
+	}
+	if warning != "" {
+		res["warning"] = display.Line(warning, 600)
+	}
+	return res, nil
+}
+
+// farSettings writes the settings layer of terminal session id to the far
+// side open in a and adds its --settings to args (the CLI keeps the last
+// one: the layer carries the user's own). A layer that cannot be written
+// leaves the session without hooks, and the warning says why.
+func (l *Link) farSettings(ctx context.Context, a *active, id string, args []string) ([]string, string) {
+	if id == "" || l.p.Settings == nil {
+		return args, ""
+	}
+	layer, err := l.p.Settings(id, a.t.farPort(a.port))
+	if err != nil {
+		return args, "the session's state comes from its diffs only: " + err.Error()
+	}
+	if layer == "" {
+		return args, ""
+	}
+	wctx, cancel := context.WithTimeout(ctx, startTimeout)
+	path, err := a.t.WriteSettings(wctx, a.port, id, []byte(layer))
+	cancel()
+	if err != nil {
+		return args, "the session's state comes from its diffs only: " + err.Error()
+	}
+	l.mu.Lock()
+	if a.settings == nil {
+		a.settings = map[string]string{}
+	}
+	a.settings[id] = path
+	l.mu.Unlock()
+	return append(append([]string{}, args...), "--settings", path), ""
+}
+
+// Forget removes the far settings layer of terminal session id, whose CLI
+// ended, off the caller's goroutine (the far side may be slow to answer);
+// the hold's end removes the ones left.
+func (l *Link) Forget(id string) {
+	l.mu.Lock()
+	a := l.cur
+	if a == nil || a.settings[id] == "" || l.closed {
+		l.mu.Unlock()
+		return
+	}
+	delete(a.settings, id)
+	l.wg.Add(1)
+	l.mu.Unlock()
+	go func() {
+		defer l.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+		defer cancel()
+		if err := a.t.RemoveSettings(ctx, a.port, id); err != nil {
+			l.h.Logger().Warn("remote: the far settings layer stays until the hold ends", "session", id, "err", err)
+		}
+	}()
 }
 
 // Start opens the hold on t for the running IDE server (or keeps the one

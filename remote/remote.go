@@ -3,10 +3,13 @@
 // for that: OpenSSH (its remote port forward carries the CLI's WebSocket
 // back to our loopback server) and the container runtime's own exec
 // (docker, podman, the devcontainer CLI). It builds their command lines
-// and writes and removes the far side's lock file over the same channel.
+// and writes and removes the far side's lock file over the same channel,
+// and each far terminal session's settings layer (the sessions feature's
+// HTTP hooks to the far port, which the forward carries back).
 //
-// It has no network layer of its own, and the lock's auth token never
-// appears on a command line: the lock travels on the channel's stdin.
+// It has no network layer of its own, and neither the lock's auth token
+// nor the hooks' token ever appears on a command line: both travel on the
+// channel's stdin, into private files.
 // Every far command runs under a caller's context; nothing here blocks
 // Neovim (app runs it off the main loop).
 package remote
@@ -21,6 +24,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/nvim-claude/nvim-claude/display"
 )
 
 // Kinds of far side.
@@ -287,6 +292,59 @@ func (t Target) WriteLock(ctx context.Context, port int, lock []byte) error {
 	script := "umask 077 && d=" + t.lockDir() + ` && mkdir -p "$d" && chmod 700 "$d" && ` +
 		`t="$d/.` + p + `.lock.$$" && cat > "$t" && mv -f "$t" "$d/` + p + `.lock" || { rm -f "$t"; exit 1; }`
 	_, err := t.run(ctx, script, lock)
+	return err
+}
+
+// settingsDir is the far shell's expression of the private directory of
+// the far sessions' settings layers for a local server on port: beside the
+// lock, named by the far port (the CLI reads only *.lock there), removed
+// with the lock when the hold ends.
+func (t Target) settingsDir(port int) string {
+	return t.lockDir() + "/nvim-claude-" + strconv.Itoa(t.farPort(port))
+}
+
+// settingsName is the file name of session id's far settings layer: the
+// id is our own (t1, t2 …), and anything else is refused, as it is part
+// of a far shell's script.
+func settingsName(id string) (string, error) {
+	if id == "" || len(id) > 40 || strings.Trim(id, "abcdefghijklmnopqrstuvwxyz0123456789") != "" {
+		return "", fmt.Errorf("%w: session id %q", ErrTarget, id)
+	}
+	return id + ".json", nil
+}
+
+// WriteSettings writes session id's settings layer (the CLI's --settings
+// JSON: its HTTP hooks, whose token it carries) to a private file on the
+// far side, for a local server on port, and returns the file's far path.
+// As the lock, it travels on the channel's stdin, never on a command
+// line, into a 0700 directory, and is renamed into place whole; the hold
+// removes the directory when it ends (RemoveSettings removes one file
+// before that).
+func (t Target) WriteSettings(ctx context.Context, port int, id string, layer []byte) (string, error) {
+	name, err := settingsName(id)
+	if err != nil {
+		return "", err
+	}
+	script := "umask 077 && d=" + t.settingsDir(port) + ` && mkdir -p "$d" && chmod 700 "$d" && d=$(cd "$d" && pwd) && ` +
+		`t="$d/.` + name + `.$$" && cat > "$t" && mv -f "$t" "$d/` + name + `" && printf '%s\n' "$d/` + name + `" || { rm -f "$t"; exit 1; }`
+	out, err := t.run(ctx, script, layer)
+	if err != nil {
+		return "", err
+	}
+	p := strings.TrimSpace(string(out))
+	if !strings.HasPrefix(p, "/") || !strings.HasSuffix(p, "/"+name) || strings.ContainsAny(p, "\x00\n\r") {
+		return "", fmt.Errorf("remote: the far side wrote the settings layer at %q, not an absolute path", display.Line(p, 200))
+	}
+	return p, nil
+}
+
+// RemoveSettings removes session id's far settings layer (its CLI ended).
+func (t Target) RemoveSettings(ctx context.Context, port int, id string) error {
+	name, err := settingsName(id)
+	if err != nil {
+		return err
+	}
+	_, err = t.run(ctx, "rm -f "+t.settingsDir(port)+"/"+name, nil)
 	return err
 }
 

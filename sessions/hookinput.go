@@ -39,12 +39,28 @@ type HookInput struct {
 // (over MaxHookInput: pass nil) or not JSON still reports the event. It
 // also returns the input as read, for the decision the hook may give.
 func Digest(event, session string, body []byte) (HookCall, HookInput) {
+	return digest(event, session, body, nil)
+}
+
+// digest is Digest; local, when not nil, maps a path the hook names (its
+// cwd, the plan file) to this machine's spelling, and refuses (false) one
+// that must not be taken as a local path: a far CLI's.
+func digest(event, session string, body []byte, local func(string) (string, bool)) (HookCall, HookInput) {
+	if local == nil {
+		local = func(p string) (string, bool) { return p, true }
+	}
 	c := HookCall{Event: event, Session: session}
 	var in HookInput
 	if len(body) == 0 || len(body) > MaxHookInput || json.Unmarshal(body, &in) != nil {
 		return c, HookInput{}
 	}
-	c.ClaudeSession, c.Cwd, c.Tool = clipField(in.SessionID), clipField(in.Cwd), clipField(in.ToolName)
+	c.ClaudeSession, c.Tool = clipField(in.SessionID), clipField(in.ToolName)
+	if in.Cwd != "" {
+		c.cwdSeen = true
+		if cwd, ok := local(in.Cwd); ok {
+			c.Cwd = clipField(cwd)
+		}
+	}
 	c.Message, c.NotificationType = clipField(in.Message), clipField(in.NotificationType)
 	if (event == "PermissionRequest" || event == "PostToolUse") && len(in.ToolInput) > 0 {
 		sum := sha256.Sum256(in.ToolInput)
@@ -82,6 +98,11 @@ func Digest(event, session string, body []byte) (HookCall, HookInput) {
 			Path string `json:"file_path"`
 		}
 		if json.Unmarshal(in.ToolInput, &f) == nil {
+			if p, ok := local(f.Path); !ok {
+				f.Path = ""
+			} else {
+				f.Path = p
+			}
 			if text, ok := readPlan(f.Path); ok {
 				c.setPlan(text)
 			}

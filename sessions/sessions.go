@@ -10,7 +10,11 @@
 // <id>`, which reaches this host over the editor tools' private,
 // token-checked socket and calls the HookMethod method; and from the diffs
 // the CLI has open (Lua reports them). With the user's hooks disabled only
-// the diffs tell. The terminal's permission prompts and plans can be
+// the diffs tell. A terminal whose CLI runs on the far side (an SSH host,
+// a container: the remote feature) gets the same HTTP hooks to the far
+// port (FarSettings), written there by the remote feature; what its hooks
+// name are far paths, mapped back through the workspace's mapping, and
+// one outside it is never taken as a local one. The terminal's permission prompts and plans can be
 // answered from Neovim too: its PermissionRequest hook waits for the
 // answer while the CLI shows its own prompt (answer.go).
 //
@@ -152,6 +156,18 @@ type Session struct {
 	// placed: a hook has said where the CLI runs (the first one decides:
 	// later ones follow its shell's cd).
 	placed bool
+	// far: the CLI runs on an SSH host or in a container; its hooks'
+	// paths are far ones, mapped through the workspace's mapping.
+	// farLayer is what its settings layer is made of, once the far port
+	// is known (FarSettings); nil: it has no hooks.
+	far      bool
+	farLayer *farLayer
+}
+
+// farLayer is a far terminal's settings layer before it has its port.
+type farLayer struct {
+	answer bool
+	user   string // the user's own --settings JSON ("" none)
 }
 
 // waitingFor is what x waits for when a prompt is what says so: an open
@@ -217,6 +233,24 @@ type Sessions struct {
 	// HTTP hooks show (hookTokenOf; in a header of the settings layer's
 	// 0600 file: never on a command line).
 	hookToken string
+	// far removes a far terminal's settings layer when its CLI ends (nil
+	// until SetFar).
+	far Far
+}
+
+// Far is what the feature needs of the far side (the remote feature).
+type Far interface {
+	// Forget removes the far settings layer of terminal session id, whose
+	// CLI ended; it must not block.
+	Forget(id string)
+}
+
+// SetFar gives the feature the far side, which holds far terminals'
+// settings layers.
+func (s *Sessions) SetFar(f Far) {
+	s.mu.Lock()
+	s.far = f
+	s.mu.Unlock()
 }
 
 // New makes the feature.
@@ -389,6 +423,12 @@ type terminalParams struct {
 	// Port is the IDE server's, when the hooks are to be HTTP hooks to it
 	// (no process per hook); 0: command hooks (`nvim-claude hook`).
 	Port int `json:"port"`
+	// Far: the CLI runs on the far side (the remote feature starts it).
+	// Its layer, with the far port in its URLs, is written there
+	// (FarSettings); with Port 0 it has no hooks (a command hook cannot
+	// run there). UserSettings is then JSON (a far file cannot be read
+	// here).
+	Far bool `json:"far"`
 }
 
 // TerminalInfo is what Lua needs to launch a terminal session.
@@ -415,7 +455,21 @@ func (s *Sessions) handleTerminal(_ context.Context, p terminalParams) (any, err
 	}
 	name = s.uniqueNameLocked(display.Line(name, maxName))
 	s.tick++
-	s.byID[id] = &Session{ID: id, Name: name, Dir: p.Dir, Mode: ModeTerminal, State: Idle, Since: s.now().Unix(), order: s.seq, used: s.tick}
+	x := &Session{ID: id, Name: name, Dir: p.Dir, Mode: ModeTerminal, State: Idle, Since: s.now().Unix(), order: s.seq, used: s.tick, far: p.Far}
+	s.byID[id] = x
+	if p.Far {
+		info := TerminalInfo{ID: id}
+		user := strings.TrimSpace(p.UserSettings)
+		switch {
+		case p.Port <= 0:
+		case user != "" && !strings.HasPrefix(user, "{"):
+			info.Warning = "the session's state comes from its diffs only: your --settings names a file on the far side, which cannot be layered under ours from here (give it as JSON)"
+		default:
+			x.farLayer = &farLayer{answer: p.Answer, user: user}
+		}
+		s.mu.Unlock()
+		return info, nil
+	}
 	s.mu.Unlock()
 	ours := HookSettings(s.bin(), id, p.Answer)
 	if p.Port > 0 {
@@ -448,6 +502,32 @@ func (s *Sessions) handleTerminal(_ context.Context, p terminalParams) (any, err
 		}
 	}
 	return info, nil
+}
+
+// FarSettings is the settings layer of far terminal session id: its HTTP
+// hooks to the far port farPort (where the far CLI reaches the IDE
+// server), with the session's token, over the user's own --settings JSON;
+// "" when the session has no hooks. The remote feature writes it to a
+// private file on the far side, over the channel's stdin.
+func (s *Sessions) FarSettings(id string, farPort int) (string, error) {
+	s.mu.Lock()
+	x := s.byID[id]
+	var fl *farLayer
+	if x != nil && x.far && x.State != Exited {
+		fl = x.farLayer
+	}
+	s.mu.Unlock()
+	if x == nil || !x.far {
+		return "", fmt.Errorf("no far terminal session %q", id)
+	}
+	if fl == nil || farPort <= 0 {
+		return "", nil
+	}
+	ours := HTTPHookSettings(farPort, id, fl.answer, s.hookTokenOf(id))
+	if fl.user == "" {
+		return ours, nil
+	}
+	return LayerSettings(fl.user, "", ours)
 }
 
 // uniqueNameLocked is name, or "name #2", "name #3" … when a session
@@ -605,7 +685,7 @@ func (s *Sessions) serveHook(w http.ResponseWriter, r *http.Request) {
 	if err != nil || len(body) > MaxHookInput {
 		body = nil // the event still counts
 	}
-	c, in := Digest(parts[0], parts[1], body)
+	c, in := digest(parts[0], parts[1], body, s.pathsOf(parts[1]))
 	if wait && in.ToolName != "AskUserQuestion" { // a question's answers are given in the terminal
 		c.Wait = "1"
 	}
@@ -625,6 +705,29 @@ func (s *Sessions) serveHook(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(out)
+}
+
+// pathsOf maps the paths the hooks of session id name: a far terminal's
+// are far paths, mapped through the workspace's mapping, and one outside
+// it (or with no mapping in force) is refused, never taken as a local path
+// that happens to exist (the session keeps its local directory); nil for a
+// terminal here.
+func (s *Sessions) pathsOf(id string) func(string) (string, bool) {
+	s.mu.Lock()
+	x := s.byID[id]
+	far := x != nil && x.far
+	s.mu.Unlock()
+	if !far {
+		return nil
+	}
+	return func(p string) (string, bool) {
+		m := s.h.Workspace().Map()
+		if !m.Active() {
+			return "", false
+		}
+		l, err := m.ToLocal(p)
+		return l, err == nil
+	}
 }
 
 // hookTokenOf is session id's token: keyed by the feature's secret, so
@@ -697,6 +800,12 @@ func (s *Sessions) handleUpdate(_ context.Context, p updateParams) (any, error) 
 		s.setLocked(x, Exited, "")
 		s.answered(x.ID, gone, ByGone)
 		s.removeFile(p.ID)
+		s.mu.Lock()
+		far := s.far
+		s.mu.Unlock()
+		if x.far && far != nil {
+			far.Forget(p.ID)
+		}
 	case "seen":
 		if x.State == Done {
 			s.setLocked(x, Idle, "")
@@ -811,6 +920,9 @@ type HookCall struct {
 	// lost its end, at MaxPlan).
 	Plan    string `json:"plan,omitempty"`
 	PlanCut string `json:"plan_cut,omitempty"`
+	// cwdSeen: the hook named a cwd, even one refused (a far path outside
+	// the mapping): the first hook places the session all the same.
+	cwdSeen bool
 }
 
 func (s *Sessions) handleHook(ctx context.Context, req *mcp.MethodRequest) (any, error) {
@@ -861,7 +973,7 @@ func (s *Sessions) hook(c HookCall) (*pendingAnswer, error) {
 	if id := cliSessionID(c.ClaudeSession); id != "" {
 		x.ClaudeSession = id
 	}
-	if c.Cwd != "" && !x.placed {
+	if (c.Cwd != "" || c.cwdSeen) && !x.placed {
 		x.placed = true
 		if wt := cliWorktree(x.Dir, c.Cwd); wt != "" {
 			// A CLI started with its own --worktree (-w) made that

@@ -1,6 +1,10 @@
 package workspace
 
-import "context"
+import (
+	"context"
+
+	"github.com/nvim-claude/nvim-claude/workspace/pathmap"
+)
 
 // View is the workspace as a feature sees it: where the project is, its
 // folders, and the file boundary's judge and confined reader and writer.
@@ -21,6 +25,9 @@ type View interface {
 	// outside the mapping is refused and must not leave Neovim.
 	Far(abs string) (string, error)
 	FarURI(abs string) (string, error)
+	// Map is the far↔local mapping in force (inactive when Claude runs
+	// here): what a far CLI's hooks name is mapped back through it.
+	Map() pathmap.Map
 	// Denied and DeniedAll are the one deny-list judge for a path (or
 	// paths) about to leave Neovim, within the workspace's folders.
 	Denied(abs string) bool

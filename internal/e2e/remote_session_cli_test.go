@@ -405,10 +405,16 @@ remote = { container = %q, bin = %q, claude = %q, config_dir = %q, map = { remot
 		t.Fatalf("far lock %+v", l)
 	}
 	calls := rt.Calls(t)
-	want := fmt.Sprintf("exec -i -t -w %s -e CLAUDE_CODE_SSE_PORT=%d -e CLAUDE_CONFIG_DIR=%s -e ENABLE_IDE_INTEGRATION=true -- %s %s --permission-mode default",
-		rt.Far, rs.Port, env.ConfigDir, rt.Name, wrapper)
-	if len(calls) != 2 || !strings.HasPrefix(calls[0], "exec -i -w "+rt.Far+" -- "+rt.Name+" sh -c ") || calls[1] != want {
-		t.Fatalf("docker calls:\n%s\nwant the hold's, then\n%s", strings.Join(calls, "\n"), want)
+	layer := filepath.Join(env.ConfigDir, "ide", "nvim-claude-"+strconv.Itoa(rs.Port), "t1.json")
+	want := fmt.Sprintf("exec -i -t -w %s -e CLAUDE_CODE_SSE_PORT=%d -e CLAUDE_CONFIG_DIR=%s -e ENABLE_IDE_INTEGRATION=true -- %s %s --permission-mode default --settings %s",
+		rt.Far, rs.Port, env.ConfigDir, rt.Name, wrapper, layer)
+	shc := "exec -i -w " + rt.Far + " -- " + rt.Name + " sh -c "
+	if len(calls) != 3 || !strings.HasPrefix(calls[0], shc) || !strings.HasPrefix(calls[1], shc) || !strings.Contains(calls[1], "t1.json") ||
+		calls[2] != want || strings.Contains(strings.Join(calls, "\n"), "Bearer") {
+		t.Fatalf("docker calls:\n%s\nwant the hold's, the settings layer's, then\n%s", strings.Join(calls, "\n"), want)
+	}
+	if b, err := os.ReadFile(layer); err != nil || !strings.Contains(string(b), "Bearer ") {
+		t.Fatalf("the far settings layer (%v): %s", err, b)
 	}
 	e.WaitFor(t, 90*time.Second, `#require("claude").status().clients >= 1`,
 		`return vim.api.nvim_buf_get_lines(require("claude").status().terminal.bufnr, 0, -1, false)`, "the CLI in the container to connect")
@@ -423,6 +429,12 @@ remote = { container = %q, bin = %q, claude = %q, config_dir = %q, map = { remot
 	if text, want := s.waitMain(t, 1).Text(), "from "+filepath.Join(rt.Far, "sample.go"); !strings.Contains(text, want) {
 		t.Fatalf("the request lacks %q:\n%s", want, text)
 	}
+	// The CLI in the container reports its turn through its hooks (done,
+	// or idle at once when its terminal is in sight; the CLI's session id
+	// comes only from them).
+	e.WaitFor(t, 60*time.Second, `(function() local x = require("claude").sessions()[1]
+		return x ~= nil and x.claude_session ~= nil and (x.state == "done" or x.state == "idle") end)()`,
+		`return require("claude").sessions()`, "the container's session to be done")
 	cliPID := s.status(t).Clients[0].PID
 	e.Exec(t, `vim.cmd("ClaudeStop")`)
 	waitFile(t, farLock, false)
@@ -440,4 +452,79 @@ remote = { container = %q, bin = %q, claude = %q, config_dir = %q, map = { remot
 	_ = e.Command("qa!")
 	waitFile(t, farLock, false)
 	waitGone(t, rs.HoldPID, "the hold's docker exec")
+}
+
+// TestRemoteSSHSessionHooks: a far terminal session (real OpenSSH) gets
+// the sessions' HTTP hooks: its settings layer, with the hooks' token, is
+// a private file on the far side (the terminal's command line names only
+// its path), the far CLI posts its hooks through the forward; the
+// dashboard shows the session needing input with the request the far CLI
+// asks, :ClaudeAnswer allow from Neovim answers the far prompt, the turn's
+// end makes it `done` (noticed, as it was out of sight), and the session
+// keeps its local directory. :ClaudeStop removes the far layer.
+func TestRemoteSSHSessionHooks(t *testing.T) {
+	s := startRemoteEditor(t, map[string]string{"hello.txt": diffFileText})
+	rs := s.claudeStart(t)
+	s.WaitFor(t, 90*time.Second, `#require("claude").status().clients >= 1`,
+		`return vim.api.nvim_buf_get_lines(require("claude").status().terminal.bufnr, 0, -1, false)`, "the far CLI to connect")
+	s.waitScreen(t, 60*time.Second, "? for shortcuts")
+	layerDir := filepath.Join(s.farCfg, "ide", "nvim-claude-"+strconv.Itoa(rs.Port))
+	layer := filepath.Join(layerDir, "t1.json")
+	b, err := os.ReadFile(layer)
+	if err != nil || !strings.Contains(string(b), "/hook/Stop/t1\"") || !strings.Contains(string(b), `"Authorization":"Bearer `) {
+		t.Fatalf("the far settings layer (%v): %s", err, b)
+	}
+	if fi, err := os.Stat(layer); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the far layer is not private: %v", err)
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", s.st.Terminal.PID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if argv := strings.ReplaceAll(string(cmdline), "\x00", " "); !strings.Contains(argv, "--settings "+layer) || strings.Contains(argv, "Bearer") {
+		t.Fatalf("the terminal's command line: %s", argv)
+	}
+
+	s.Exec(t, `_G.states = {}
+		vim.api.nvim_create_autocmd("User", { pattern = "ClaudeSessionState", callback = function(ev)
+			local d = ev.data or { state = require("claude").sessions()[1].state }
+			table.insert(_G.states, d.state)
+		end })`)
+	bash := fakeapi.ToolUse("Bash", map[string]any{"command": "touch far-made.txt", "description": "Create a file"})
+	s.api.Script(fakeapi.Reply(bash), fakeapi.Reply(fakeapi.Text("All done.")))
+	s.submit(t, "make a file")
+	s.WaitFor(t, 60*time.Second, waitingRequest,
+		`return { sessions = require("claude").sessions(), notes = _G.notes, screen = vim.api.nvim_buf_get_lines(require("claude").status().terminal.bufnr, 0, -1, false) }`,
+		"the far prompt in Neovim's queue")
+	var dash []struct {
+		ID, State, Mode, Dir string
+		Request              struct{ Tool, Summary string }
+	}
+	s.Eval(t, `return require("claude").sessions()`, &dash)
+	if len(dash) != 1 || dash[0].ID != "t1" || dash[0].Mode != "terminal" || dash[0].Dir != s.project ||
+		!strings.Contains(dash[0].Request.Summary, "touch far-made.txt") {
+		t.Fatalf("the dashboard: %+v", dash)
+	}
+	s.waitScreen(t, 30*time.Second, "Do you want to proceed?")
+	// Answered from Neovim, out of the terminal's sight (another tab
+	// page): the far CLI runs the command, the turn ends, it is noticed.
+	s.Exec(t, `vim.cmd("tabnew") _G.notes = {} vim.cmd("ClaudeAnswer allow")`)
+	if r, ok := s.waitMain(t, 2).ToolResult(bash.ID); !ok || r.IsError {
+		t.Fatalf("the far CLI did not run the command allowed in Neovim: %v %s", ok, r.ResultText())
+	}
+	s.WaitFor(t, 60*time.Second, `require("claude").sessions()[1].state == "done"`,
+		`return { sessions = require("claude").sessions(), states = _G.states }`, "the far session to be done")
+	if _, err := os.Stat(filepath.Join(s.project, "far-made.txt")); err != nil {
+		t.Fatalf("the command did not run on the far side: %v", err)
+	}
+	s.WaitFor(t, 30*time.Second, `(function() for _, n in ipairs(_G.notes) do if n.msg:find("is done", 1, true) then return true end end end)()`,
+		`return _G.notes`, "the notice that the far session is done")
+	s.Eval(t, `return require("claude").sessions()`, &dash)
+	if dash[0].Dir != s.project {
+		t.Fatalf("the far session's directory became %q", dash[0].Dir)
+	}
+
+	// :ClaudeStop: the far layer goes with the hold.
+	s.Exec(t, `vim.cmd("ClaudeStop")`)
+	waitFile(t, layerDir, false)
 }

@@ -144,11 +144,18 @@ end
 --- gets the terminal (nil when it failed).
 function M.start_terminal(port, args, r, focus, done)
   local term = require("claude.terminal")
+  local sessions = require("claude.sessions")
   local cli_args = term.remote_args(args)
+  -- the session, whose hooks (HTTP hooks to the far port) the host writes
+  -- on the far side; none when a terminal runs already (it is shown)
+  local sid = not term.info() and sessions.far_terminal_args(cli_args, vim.fn.getcwd(-1, -1), port) or nil
   local label = util.display((r.ssh and ("ssh " .. r.ssh)) or (r.container and (r.kind .. " " .. r.container)) or "the devcontainer", 200)
   util.notify("nvim-claude: connecting to " .. label .. " …", vim.log.levels.INFO)
-  require("claude.server").request_async("remote_start", M.params(r, cli_args), function(res, err)
+  local params = M.params(r, cli_args)
+  params.session = sid
+  require("claude.server").request_async("remote_start", params, function(res, err)
     if not res then
+      sessions.far_terminal_failed(sid)
       util.notify_now(util.display(err or "nvim-claude: the far side did not answer", 1000), vim.log.levels.ERROR)
       if done then
         done(nil)
@@ -157,13 +164,22 @@ function M.start_terminal(port, args, r, focus, done)
     end
     if not require("claude.server").is_running() then
       -- :ClaudeStop came while the far side was being opened
+      sessions.far_terminal_failed(sid)
       require("claude.server").request_async("remote_stop", {}, function() end)
       if done then
         done(nil)
       end
       return
     end
+    if res.warning then
+      util.notify("nvim-claude: " .. util.display(res.warning, 600), vim.log.levels.WARN)
+    end
     M.current = { label = res.label, far = res.far, ["local"] = res["local"], port = res.port, hold_pid = res.hold_pid }
+    if sid and term.info() then
+      sessions.far_terminal_failed(sid) -- another terminal came first: it is shown
+    elseif sid then
+      sessions.far_terminal_opening(sid)
+    end
     local t = term.open(port, args, focus, nil, res.argv)
     if done then
       done(t)

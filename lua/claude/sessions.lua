@@ -152,6 +152,51 @@ function M.terminal_args(args, tools, cwd, port)
   return args
 end
 
+--- Called by claude.remote before it starts a CLI on the far side:
+--- registers the session (here, in cwd: Neovim's directory) and returns its
+--- id, or nil. With sessions.hooks and HTTP hooks (the default), the host
+--- writes the session's settings layer on the far side, where a command
+--- hook could not run: with sessions.http_hooks = false the far session
+--- has no hooks, and only its diffs tell its state.
+function M.far_terminal_args(args, cwd, port)
+  for i, a in ipairs(args or {}) do
+    if a == "--resume" or a == "-r" then
+      M.release(args[i + 1])
+    end
+  end
+  -- the user's own --settings in the far CLI's arguments: ours, given
+  -- last, carries it (JSON only: a far file cannot be read here)
+  local user
+  for i, a in ipairs(args or {}) do
+    if a == "--settings" and args[i + 1] then
+      user = args[i + 1]
+    elseif a:find("^%-%-settings=") then
+      user = a:sub(#"--settings=" + 1)
+    end
+  end
+  local want = opts().hooks and opts().http_hooks ~= false and type(port) == "number" and port > 0
+  local res = request("sessions.terminal", {
+    dir = cwd or vim.fn.getcwd(-1, -1),
+    far = true,
+    user_settings = want and user or nil,
+    answer = want and opts().answer ~= false or nil,
+    port = want and port or nil,
+  })
+  if type(res) ~= "table" or not res.id then
+    return nil
+  end
+  if want and res.warning then
+    util.notify("nvim-claude: " .. util.display(res.warning, 300), vim.log.levels.WARN)
+  end
+  return res.id
+end
+
+--- Called by claude.remote just before it opens the far CLI's terminal
+--- for session id (far_terminal_args): terminal.open then reports it.
+function M.far_terminal_opening(id)
+  pending_id = id
+end
+
 local function update(id, event, extra)
   local p = extra or {}
   p.id, p.event = id, event
@@ -176,6 +221,14 @@ function M.terminal_used(buf)
   local id = buf and term_ids[buf]
   if id then
     update(id, "used")
+  end
+end
+
+--- Called by claude.remote when the far side of session id could not be
+--- opened: its CLI never starts.
+function M.far_terminal_failed(id)
+  if id then
+    update(id, "exited")
   end
 end
 

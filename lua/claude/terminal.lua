@@ -420,8 +420,9 @@ local function tell_unreviewed(args)
 end
 
 --- The arguments of a CLI on the far side (claude.remote): the
---- permission mode as here; no editor tools and no session hooks, whose
---- sockets are this machine's.
+--- permission mode as here; no editor tools, whose socket is this
+--- machine's (its session's HTTP hooks reach the IDE server's far port:
+--- the host adds their --settings, a file it writes there).
 function M.remote_args(args)
   tell_unreviewed(args)
   return with_mode(args)
