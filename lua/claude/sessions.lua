@@ -107,26 +107,38 @@ end
 
 -- Terminal ---------------------------------------------------------------
 
---- Called by terminal.open before it starts the CLI: registers the
---- session and, with sessions.hooks and the editor tools' socket, adds the
---- --settings layer of our hooks to args. Returns the new args.
-function M.terminal_args(args, tools, cwd, port)
-  pending_id = nil
+--- A CLI started with --resume takes that session over: the old record
+--- is let go.
+local function release_resumed(args)
   for i, a in ipairs(args or {}) do
     if a == "--resume" or a == "-r" then
       M.release(args[i + 1])
     end
   end
-  -- the CLI keeps only the last --settings: ours carries the user's
+end
+
+--- The user's own --settings in argv from index first on (the CLI keeps
+--- only the last one, so ours, given last, must carry it).
+local function user_settings(argv, first)
   local user
-  local full = require("claude.terminal").cmd(args)
-  for i = 2, #full do
-    if full[i] == "--settings" and full[i + 1] then
-      user = full[i + 1]
-    elseif full[i]:find("^%-%-settings=") then
-      user = full[i]:sub(#"--settings=" + 1)
+  for i = first, #argv do
+    if argv[i] == "--settings" and argv[i + 1] then
+      user = argv[i + 1]
+    elseif argv[i]:find("^%-%-settings=") then
+      user = argv[i]:sub(#"--settings=" + 1)
     end
   end
+  return user
+end
+
+--- Called by terminal.open before it starts the CLI: registers the
+--- session and, with sessions.hooks and the editor tools' socket, adds the
+--- --settings layer of our hooks to args. Returns the new args.
+function M.terminal_args(args, tools, cwd, port)
+  pending_id = nil
+  release_resumed(args)
+  -- the CLI keeps only the last --settings: ours carries the user's
+  local user = user_settings(require("claude.terminal").cmd(args), 2)
   -- HTTP hooks to the IDE server's port (no process per hook), or
   -- command hooks through the editor tools' socket
   local http = opts().http_hooks ~= false and type(port) == "number" and port > 0
@@ -159,21 +171,10 @@ end
 --- hook could not run: with sessions.http_hooks = false the far session
 --- has no hooks, and only its diffs tell its state.
 function M.far_terminal_args(args, cwd, port)
-  for i, a in ipairs(args or {}) do
-    if a == "--resume" or a == "-r" then
-      M.release(args[i + 1])
-    end
-  end
+  release_resumed(args)
   -- the user's own --settings in the far CLI's arguments: ours, given
   -- last, carries it (JSON only: a far file cannot be read here)
-  local user
-  for i, a in ipairs(args or {}) do
-    if a == "--settings" and args[i + 1] then
-      user = args[i + 1]
-    elseif a:find("^%-%-settings=") then
-      user = a:sub(#"--settings=" + 1)
-    end
-  end
+  local user = user_settings(args or {}, 1)
   local want = opts().hooks and opts().http_hooks ~= false and type(port) == "number" and port > 0
   local res = request("sessions.terminal", {
     dir = cwd or vim.fn.getcwd(-1, -1),
