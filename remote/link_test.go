@@ -141,22 +141,29 @@ func (h *fakeHost) Events() []string {
 	return append([]string{}, h.events...)
 }
 
+// containerRig is a project folder here, the stand-in container runtime
+// that sees it as /workspaces/app, and the far CLI's config directory.
+func containerRig(t *testing.T) (local string, rt *sshtest.Runtime, cfg string) {
+	t.Helper()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	local = filepath.Join(root, "src", "app")
+	if err := os.MkdirAll(local, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rt = sshtest.StartRuntime(t, local, filepath.Join(root, "workspaces", "app"))
+	return local, rt, filepath.Join(root, "farcfg")
+}
+
 // The Link through the stand-in container runtime: it writes the far lock
 // (far folders, a live far pid) over docker exec, sets the mapping, gives
 // the terminal's docker exec -it; a channel that dies is reported to Lua
 // and unmaps; the server's stop closes the hold and removes the lock
 // without a report.
 func TestLinkContainer(t *testing.T) {
-	root, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	local := filepath.Join(root, "src", "app")
-	if err := os.MkdirAll(local, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	rt := sshtest.StartRuntime(t, local, filepath.Join(root, "workspaces", "app"))
-	cfg := filepath.Join(root, "farcfg")
+	local, rt, cfg := containerRig(t)
 	h := &fakeHost{}
 	var mu sync.Mutex
 	var maps []string

@@ -13,7 +13,6 @@ import (
 
 	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/remote"
-	"github.com/nvim-claude/nvim-claude/remote/sshtest"
 	"github.com/nvim-claude/nvim-claude/workspace/pathmap"
 )
 
@@ -94,16 +93,7 @@ func TestSSHWriteSettings(t *testing.T) {
 // Forget removes the file when the session's CLI ends, and the hold's end
 // removes what is left, with the lock.
 func TestLinkFarSettings(t *testing.T) {
-	root, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	local := filepath.Join(root, "src", "app")
-	if err := os.MkdirAll(local, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	rt := sshtest.StartRuntime(t, local, filepath.Join(root, "workspaces", "app"))
-	cfg := filepath.Join(root, "farcfg")
+	local, rt, cfg := containerRig(t)
 	port := 41998
 	const token = "tok-77b1e0"
 	localLock, _ := json.Marshal(mcp.LockFile{PID: 77, WorkspaceFolders: []string{local}, IDEName: "Neovim", Transport: "ws", AuthToken: "lock-token"})
