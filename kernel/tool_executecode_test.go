@@ -444,9 +444,13 @@ func TestKernelLifecycle(t *testing.T) {
 		return msg
 	}
 	// :ClaudeKernel needs the host's channel: in this harness the Lua side
-	// talks to the test's Bridge, so point claude.server at it.
+	// talks to the test's Bridge, so point claude.server at it, handshake
+	// done (the Bridge answers no options request: a request would
+	// otherwise handshake first, find no version and stop the "host").
 	h.Exec(t, `local chans = vim.api.nvim_list_chans()
-		for _, c in ipairs(chans) do if c.mode == "rpc" then require("claude.server").state().chan = c.id end end`)
+		local st = require("claude.server").state()
+		for _, c in ipairs(chans) do if c.mode == "rpc" then st.chan = c.id end end
+		st.handshaken = true`)
 
 	if got := command("status"); !strings.Contains(got, "no kernel is running") {
 		t.Fatalf("status before: %q", got)
