@@ -33,7 +33,7 @@ all: build
 
 build: $(BIN) doc/tags
 
-$(BIN): $(GO_SOURCES)
+$(BIN): $(GO_SOURCES) scripts/build-host
 	@GO=$(GO) scripts/build-host $(BIN)
 
 # :help nvim-claude needs doc/tags; generated, never committed.

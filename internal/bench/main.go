@@ -193,6 +193,8 @@ func newRunner(ctx context.Context, nvimBin, hostBin string, log io.Writer) (*ru
 func (r *runner) goBuild(ctx context.Context, out, pkg string) error {
 	cmd := exec.CommandContext(ctx, r.goBin, "build", "-trimpath", "-o", out, pkg)
 	cmd.Dir = r.root
+	// static, like `make` and the released hosts build it
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
 	}

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"crypto/sha256"
+	"debug/elf"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -575,6 +576,17 @@ func TestInstallBuildsWithGo(t *testing.T) {
 			v, err := exec.Command(dest, "-version").CombinedOutput()
 			if tt.ok && (err != nil || !strings.Contains(string(v), pluginVersion(t))) {
 				t.Errorf("built host -version: %v %s", err, v)
+			}
+			if tt.ok {
+				// static, as the released hosts: no dynamic loader at each start
+				if f, err := elf.Open(dest); err == nil {
+					for _, p := range f.Progs {
+						if p.Type == elf.PT_INTERP {
+							t.Errorf("the built host is dynamically linked (built with cgo)")
+						}
+					}
+					f.Close()
+				}
 			}
 			if !tt.ok && err == nil {
 				t.Errorf("a host was installed by a failed build")

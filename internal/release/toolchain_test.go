@@ -2,6 +2,7 @@ package release
 
 import (
 	"context"
+	"debug/elf"
 	"fmt"
 	"os"
 	"os/exec"
@@ -115,5 +116,27 @@ func TestMakeIgnoresGoWork(t *testing.T) {
 	cmd.Env = append(os.Environ(), "GOWORK="+filepath.Join(work, "go.work"), "MAKEFLAGS=", "NVIM_CLAUDE_NVIM=/nonexistent")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("make with a foreign go.work: %v\n%s", err, out)
+	}
+	checkStatic(t, bin)
+}
+
+// checkStatic fails unless the ELF binary at path has no program
+// interpreter: make builds the host as the releases are (CGO_ENABLED=0),
+// which spares the dynamic loader's work at every start of the host and of
+// each hook process.
+func checkStatic(t *testing.T, path string) {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		return // an ELF check; the release tests check the other formats
+	}
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatalf("the built host: %v", err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			t.Errorf("%s is dynamically linked (it has a PT_INTERP): built with cgo", path)
+		}
 	}
 }

@@ -456,8 +456,10 @@ function M.build(opts, cb)
   local tmp = tmp_name(dir, "build")
   -- the host is this module as go.mod and go.sum pin it: a go.work above
   -- the plugin (or $GOWORK) could otherwise pick the toolchain and replace
-  -- its dependencies
-  local env, via = { GOWORK = "off" }, ""
+  -- its dependencies. CGO_ENABLED=0 as for the released hosts: a static
+  -- binary starts about 5 ms sooner (no dynamic loader), on every start of
+  -- the host and of every hook process.
+  local env, via = { GOWORK = "off", CGO_ENABLED = "0" }, ""
   local function build(version)
     say(string.format("nvim-claude: building the host with Go %s (the first build takes a minute or two)…", version))
     run(
@@ -492,7 +494,7 @@ function M.build(opts, cb)
   if go.ok or not go.fetch then
     return build(go.version or "?")
   end
-  env = { GOTOOLCHAIN = "auto", GOWORK = "off" }
+  env = { GOTOOLCHAIN = "auto", GOWORK = "off", CGO_ENABLED = "0" }
   local set = vim.env.GOTOOLCHAIN
   say(
     string.format(
