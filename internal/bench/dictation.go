@@ -11,6 +11,9 @@ import (
 	"time"
 )
 
+// sphinxName names PocketSphinx as Debian 12 packages it.
+const sphinxName = "PocketSphinx 0.8 (Debian)"
+
 // runDictation measures dictation's stop → text: a 5 s utterance (espeak-ng,
 // padded with silence to 5 s) handed over by a stand-in recorder, stopped,
 // transcribed by the real engine and typed into the Claude terminal. The
@@ -23,7 +26,7 @@ func runDictation(ctx context.Context, r *runner) (*section, error) {
 	if c, m := os.Getenv("NVIM_CLAUDE_WHISPER_CMD"), os.Getenv("NVIM_CLAUDE_WHISPER_MODEL"); c != "" && m != "" {
 		engine, name = fmt.Sprintf(`engine = "whisper", whisper = { cmd = %q, model = %q, language = "en" }`, c, m), "whisper.cpp ("+filepath.Base(m)+")"
 	} else if _, err := exec.LookPath("pocketsphinx_continuous"); err == nil {
-		engine, name = `engine = "pocketsphinx"`, "PocketSphinx 0.8 (Debian)"
+		engine, name = `engine = "pocketsphinx"`, sphinxName
 	}
 	missing := ""
 	for _, b := range []string{"espeak-ng", "sox"} {
@@ -75,9 +78,18 @@ end })`, nil); err != nil {
 	if r.quick {
 		runs = 2
 	}
-	var lat []time.Duration
+	var lat, floor []time.Duration
 	text := ""
 	for i := 0; i < runs; i++ {
+		// the floor: the same engine, same file, run alone (PocketSphinx:
+		// the command line lua/claude/dictation.lua builds), interleaved
+		if name == sphinxName {
+			start := time.Now()
+			if out, err := exec.CommandContext(ctx, "pocketsphinx_continuous", "-infile", wav, "-logfn", "/dev/null").CombinedOutput(); err != nil {
+				return sec, fmt.Errorf("pocketsphinx_continuous alone: %v\n%s", err, out)
+			}
+			floor = append(floor, time.Since(start))
+		}
 		if err := e.exec(ctx, `_G.bd = {} vim.cmd("ClaudeDictate")`, nil); err != nil {
 			return sec, err
 		}
@@ -106,8 +118,13 @@ return _G.bd.error or (s and s.phase == "recording" and vim.fn.getfsize(s.file) 
 		text = res.Text
 	}
 	s := ms(lat)
+	result := fmtMS(s.median())
+	if len(floor) > 0 {
+		f := ms(floor)
+		result = fmt.Sprintf("%s vs the engine alone %s (+%s)", fmtMS(s.median()), fmtMS(f.median()), fmtMS(s.median()-f.median()))
+	}
 	sec.add(row{order: 24, num: "24", scenario: "dictation: stop → text, 5 s utterance, " + name,
-		figure: "median", result: fmtMS(s.median()), spread: fmt.Sprintf("%s, n=%d", fmtRange(s.min(), s.max()), len(s)),
+		figure: "median; floor: the engine run alone on the same file", result: result, spread: fmt.Sprintf("%s, n=%d", fmtRange(s.min(), s.max()), len(s)),
 		target: target, verdict: verdict(s.median() <= 1500)})
 	sec.printf("A 5 s WAV (espeak-ng, padded with silence) handed over by a stand-in recorder; `:ClaudeDictate stop` → the "+
 		"`done` event of `User ClaudeDictation` (the text typed into the Claude terminal), %d runs, engine %s. Last transcript: %q.\n\n",
