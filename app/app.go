@@ -150,13 +150,16 @@ func Serve(ctx context.Context, r io.Reader, w io.WriteCloser, log *slog.Logger)
 		_ = a.Close()
 		return fmt.Errorf("register handlers: %w", err)
 	}
-	served := make(chan error, 1)
-	go func() { served <- bridge.Serve() }()
 	// auto_start hands the start request to the job itself, so that the
 	// server listens while Neovim is still starting, not a main-loop
-	// turn and two round trips after it.
-	if early, ok := os.LookupEnv(EarlyStartEnv); ok {
-		_ = os.Unsetenv(EarlyStartEnv) // not for the CLIs and hooks the host starts
+	// turn and two round trips after it. The variable is not for the CLIs,
+	// shells and hooks the host starts: it goes before any request can
+	// start one.
+	early, isEarly := os.LookupEnv(EarlyStartEnv)
+	_ = os.Unsetenv(EarlyStartEnv)
+	served := make(chan error, 1)
+	go func() { served <- bridge.Serve() }()
+	if isEarly {
 		err := a.StartEarly(ctx, []byte(early), Version)
 		if err != nil {
 			// Lua's own options and start requests follow and say what is wrong.

@@ -656,3 +656,29 @@ func TestAutoStart(t *testing.T) {
 		})
 	}
 }
+
+// :ClaudeStop while auto_start's host is still starting stays stopped: the
+// early start's fallback timer (1 s, for a host that never says it has
+// started) must not start the server again once the user stopped it.
+func TestAutoStartStoppedWhileStarting(t *testing.T) {
+	cfg := t.TempDir()
+	// headless: the host process starts at setup(), and the stop comes
+	// before the host can have said it started (that needs a later turn)
+	n := nvimtest.Start(t, nvimtest.Options{Init: fmt.Sprintf(`require("claude").setup({ bin = %q, auto_start = true, env = { CLAUDE_CONFIG_DIR = %q } })
+vim.cmd("ClaudeStop")`, hostBin, cfg)})
+	// past the fallback timer
+	time.Sleep(1500 * time.Millisecond)
+	var got struct {
+		Chan any  `msgpack:"chan"`
+		Jobs int  `msgpack:"jobs"`
+		Run  bool `msgpack:"running"`
+	}
+	n.Eval(t, `local k = 0 for _, c in ipairs(vim.api.nvim_list_chans()) do if c.stream == "job" then k = k + 1 end end
+return { chan = require("claude.server").state().chan, jobs = k, running = require("claude.server").is_running() }`, &got)
+	if got.Chan != nil || got.Jobs != 0 || got.Run {
+		t.Errorf("after :ClaudeStop during auto_start: %+v, want no host", got)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(cfg, "ide")); len(ents) != 0 {
+		t.Errorf("a lock is left in %s: %v", cfg, ents)
+	}
+}

@@ -169,11 +169,17 @@ function M.spawn_early(done)
   end
   local called = false
   local function once()
-    if not called then
-      called = true
-      state.on_early = nil
-      done()
+    if called then
+      return
     end
+    called = true
+    -- only for this job while it runs: after :ClaudeStop (or the host's
+    -- death) done() would start the server again, against the user's stop
+    if state.chan ~= chan or state.stopping then
+      return
+    end
+    state.on_early = nil
+    done()
   end
   state.on_early = once
   vim.defer_fn(once, 1000)
