@@ -5,7 +5,9 @@ import (
 )
 
 // A hand-written encoder for the one result that can be large: a tool
-// result whose text is a whole file (openDiff's FILE_SAVED answer). Its
+// result whose text is a whole file (openDiff's FILE_SAVED answer), or a
+// text given already escaped (getDiagnostics' answer, see
+// Content.EscapedText), which is written as it is. Its
 // output is byte for byte what encoding/json with SetEscapeHTML(false)
 // writes (TestAppendToolResultMatchesEncodingJSON), at several times the
 // speed: one pass over the text, into a buffer sized up front.
