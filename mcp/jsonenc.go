@@ -5,7 +5,9 @@ import (
 )
 
 // A hand-written encoder for the one result that can be large: a tool
-// result whose text is a whole file (openDiff's FILE_SAVED answer). Its
+// result whose text is a whole file (openDiff's FILE_SAVED answer), or a
+// text given already escaped (getDiagnostics' answer, see
+// Content.EscapedText), which is written as it is. Its
 // output is byte for byte what encoding/json with SetEscapeHTML(false)
 // writes (TestAppendToolResultMatchesEncodingJSON), at several times the
 // speed: one pass over the text, into a buffer sized up front.
@@ -26,6 +28,16 @@ const hexDigits = "0123456789abcdef"
 // escaped.
 func appendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
+	dst = AppendEscaped(dst, s)
+	return append(dst, '"')
+}
+
+// AppendEscaped appends s escaped as the contents of a JSON string, without
+// the quotes: what a text content's text becomes on the wire. The escaping
+// of a concatenation of whole UTF-8 sequences is the concatenation of their
+// escapings, so a text kept in parts can be escaped part by part, once (see
+// [Content.EscapedText]).
+func AppendEscaped(dst []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		if c := s[i]; c < utf8.RuneSelf {
@@ -71,8 +83,7 @@ func appendString(dst []byte, s string) []byte {
 		}
 		i += size
 	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
+	return append(dst, s[start:]...)
 }
 
 // appendToolResult appends the JSON of a tool result: encoding/json's
@@ -85,21 +96,7 @@ func appendToolResult(dst []byte, r *ToolResult) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = append(dst, `{"type":`...)
-		dst = appendString(dst, c.Type)
-		if c.Type == "text" || c.Text != "" {
-			dst = append(dst, `,"text":`...)
-			dst = appendString(dst, c.Text)
-		}
-		if c.Data != "" {
-			dst = append(dst, `,"data":`...)
-			dst = appendString(dst, c.Data)
-		}
-		if c.MimeType != "" {
-			dst = append(dst, `,"mimeType":`...)
-			dst = appendString(dst, c.MimeType)
-		}
-		dst = append(dst, '}')
+		dst = appendContent(dst, c)
 	}
 	dst = append(dst, ']')
 	if r.IsError {
@@ -108,13 +105,45 @@ func appendToolResult(dst []byte, r *ToolResult) []byte {
 	return append(dst, '}')
 }
 
+// appendContent appends the JSON of one content item; an item with
+// EscapedText sends those bytes as its text, verbatim.
+func appendContent(dst []byte, c *Content) []byte {
+	dst = append(dst, `{"type":`...)
+	dst = appendString(dst, c.Type)
+	switch {
+	case c.EscapedText != nil:
+		dst = append(dst, `,"text":"`...)
+		dst = append(dst, c.EscapedText...)
+		dst = append(dst, '"')
+	case c.Type == "text" || c.Text != "":
+		dst = append(dst, `,"text":`...)
+		dst = appendString(dst, c.Text)
+	}
+	if c.Data != "" {
+		dst = append(dst, `,"data":`...)
+		dst = appendString(dst, c.Data)
+	}
+	if c.MimeType != "" {
+		dst = append(dst, `,"mimeType":`...)
+		dst = appendString(dst, c.MimeType)
+	}
+	return append(dst, '}')
+}
+
+// MarshalJSON encodes c as a tool result sends it (a *ToolResult that a
+// custom method returns goes through encoding/json): the same bytes as
+// appendToolResult's, EscapedText included.
+func (c Content) MarshalJSON() ([]byte, error) {
+	return appendContent(nil, &c), nil
+}
+
 // toolResultSize is a guess at the encoded size of r: its texts plus a
 // little for escapes and the frame around them.
 func toolResultSize(r *ToolResult) int {
 	n := 64
 	for i := range r.Content {
 		c := &r.Content[i]
-		n += 48 + len(c.Type) + len(c.Data) + len(c.MimeType) + len(c.Text) + len(c.Text)/16
+		n += 48 + len(c.Type) + len(c.Data) + len(c.MimeType) + len(c.Text) + len(c.Text)/16 + len(c.EscapedText)
 	}
 	return n
 }

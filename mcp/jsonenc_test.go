@@ -3,6 +3,7 @@ package mcp
 import (
 	"bytes"
 	"testing"
+	"unicode/utf8"
 )
 
 var encodeInputs = []string{
@@ -72,4 +73,43 @@ func FuzzAppendString(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		checkToolResultEncoding(t, &ToolResult{Content: []Content{{Type: "text", Text: s}}})
 	})
+}
+
+// A text given already escaped (EscapedTextResult, with AppendEscaped's
+// bytes, whole or in parts) goes on the wire byte for byte as the same text
+// given plain — through appendToolResult and through encoding/json alike.
+func TestEscapedTextMatchesText(t *testing.T) {
+	hostile := append([]string{
+		`{"uri":"file:///p/a \"q\".go","diagnostics":[{"message":"<T> & 'x' \\ end"}]}`,
+		"ctrl \x00\x01\x07\x1b\x7f and \u2028 line \u2029 para",
+		"tab\tnl\ncr\r", "invalid \xff\xfe and cut \xe2\x80", "\xed\xa0\x80 surrogate", "😀 é 日本",
+	}, encodeInputs...)
+	for _, text := range hostile {
+		whole := AppendEscaped(nil, text)
+		// escaped in two parts at a rune boundary: the same bytes
+		var parts []byte
+		mid := len(text) / 2
+		for mid > 0 && mid < len(text) && !utf8.RuneStart(text[mid]) {
+			mid--
+		}
+		parts = AppendEscaped(parts, text[:mid])
+		parts = AppendEscaped(parts, text[mid:])
+		for name, esc := range map[string][]byte{"whole": whole, "parts": parts} {
+			want := appendToolResult(nil, TextResult(text))
+			got := appendToolResult(nil, EscapedTextResult(esc))
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s %q:\n got %s\nwant %s", name, text, got, want)
+			}
+			viaJSON, err := marshalJSON(EscapedTextResult(esc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(viaJSON, want) {
+				t.Errorf("%s %q through encoding/json:\n got %s\nwant %s", name, text, viaJSON, want)
+			}
+		}
+	}
+	if got, want := appendToolResult(nil, EscapedTextResult(nil)), appendToolResult(nil, TextResult("")); !bytes.Equal(got, want) {
+		t.Errorf("empty: got %s, want %s", got, want)
+	}
 }

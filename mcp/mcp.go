@@ -71,6 +71,12 @@ type Content struct {
 	Text     string `json:"text,omitempty"`
 	Data     string `json:"data,omitempty"`
 	MimeType string `json:"mimeType,omitempty"`
+	// EscapedText, when not nil, is sent as the text instead of Text: the
+	// text already escaped as [AppendEscaped] writes it (the contents of a
+	// JSON string, no quotes), written as it is. It lets a large answer
+	// that changes seldom (getDiagnostics') be escaped once, not on every
+	// call; it is not decoded, and the bytes must not change once given.
+	EscapedText []byte `json:"-"`
 }
 
 // ToolResult is the result of a tool call.
@@ -82,6 +88,15 @@ type ToolResult struct {
 // TextResult returns a result holding one text item.
 func TextResult(text string) *ToolResult {
 	return &ToolResult{Content: []Content{{Type: "text", Text: text}}}
+}
+
+// EscapedTextResult returns a result holding one text item given already
+// escaped (see [Content.EscapedText]).
+func EscapedTextResult(escaped []byte) *ToolResult {
+	if escaped == nil {
+		escaped = []byte{}
+	}
+	return &ToolResult{Content: []Content{{Type: "text", EscapedText: escaped}}}
 }
 
 // ErrorResult returns a result with isError set and a formatted text item.

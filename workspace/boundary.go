@@ -295,7 +295,13 @@ func (b *Boundary) denied(abs string, dirs map[string]string) bool {
 				dirs[dir] = rd
 			}
 		}
-		real = filepath.Join(rd, filepath.Base(abs))
+		base := filepath.Base(abs)
+		if rd == dir && base != "." && base != ".." && len(abs) == len(dir)+1+len(base) &&
+			strings.HasPrefix(abs, dir) && abs[len(dir)] == filepath.Separator {
+			real = abs // the common case, a clean path without a symlink on the way: Join's result
+		} else {
+			real = filepath.Join(rd, base)
+		}
 	}
 	if real != "" && real != abs && matchAny(pats, real) {
 		return true

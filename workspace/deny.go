@@ -23,6 +23,57 @@ type pattern struct {
 	re   *regexp.Regexp
 	full bool   // matched against the whole path, else the file name
 	abs  string // for an absolute glob: the fixed directory it starts with ("" otherwise)
+	// A glob that is a literal, or a literal with one "*" in front or at
+	// the end (most of the list: ".env", "*.pem", "id_rsa*", "~/.ssh/*"),
+	// is matched with string comparisons (every open buffer is judged on
+	// every getOpenEditors): form says which, lit is the literal.
+	form litForm
+	lit  string
+}
+
+type litForm int
+
+const (
+	byRegexp litForm = iota
+	exactly
+	withPrefix // lit then anything ("*" matches "/" too)
+	withSuffix // anything then lit
+)
+
+// literalForm finds the string comparison that matches like glob's regexp
+// (globRegexp with segments false), or byRegexp. Where names compare
+// without case (darwin, windows) the regexp decides.
+func literalForm(glob string) (litForm, string) {
+	if runtime.GOOS == "darwin" || runtime.GOOS == "windows" {
+		return byRegexp, ""
+	}
+	// (U+FFFD: the regexp also matches it with an invalid byte)
+	if strings.ContainsAny(glob, "?[{\\\uFFFD") {
+		return byRegexp, ""
+	}
+	switch i := strings.IndexByte(glob, '*'); {
+	case i < 0:
+		return exactly, glob
+	case strings.Count(glob, "*") > 1:
+		return byRegexp, ""
+	case i == len(glob)-1:
+		return withPrefix, glob[:i]
+	case i == 0:
+		return withSuffix, glob[1:]
+	}
+	return byRegexp, ""
+}
+
+func (p *pattern) match(s string) bool {
+	switch p.form {
+	case exactly:
+		return s == p.lit
+	case withPrefix: // (".*" stops at a newline)
+		return strings.HasPrefix(s, p.lit) && !strings.Contains(s[len(p.lit):], "\n")
+	case withSuffix:
+		return strings.HasSuffix(s, p.lit) && !strings.Contains(s[:len(s)-len(p.lit)], "\n")
+	}
+	return p.re.MatchString(s)
 }
 
 func compileGlobs(globs []string, home string) []pattern {
@@ -48,6 +99,7 @@ func compileGlobs(globs []string, home string) []pattern {
 			continue // as Lua skips a glob glob2regpat refuses
 		}
 		p := pattern{re: re, full: full}
+		p.form, p.lit = literalForm(g)
 		if full && g[0] == '/' {
 			p.abs = fixedDir(g)
 		}
@@ -149,12 +201,13 @@ func PathGlob(glob string) (func(rel string) bool, error) {
 
 func matchAny(pats []pattern, path string) bool {
 	base := filepath.Base(path)
-	for _, p := range pats {
+	for i := range pats {
+		p := &pats[i]
 		if p.full {
-			if p.re.MatchString(path) {
+			if p.match(path) {
 				return true
 			}
-		} else if p.re.MatchString(base) {
+		} else if p.match(base) {
 			return true
 		}
 	}

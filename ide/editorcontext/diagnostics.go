@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nvim-claude/nvim-claude/mcp"
 	"github.com/nvim-claude/nvim-claude/workspace"
 )
 
@@ -59,6 +60,7 @@ type diagEntry struct {
 	real string // path with symlinks resolved, "" when the same
 	list []byte // the diagnostics as a JSON array
 	item []byte // {"uri":…,"diagnostics":…}
+	esc  []byte // item escaped as the text of a tool result (mcp.AppendEscaped)
 }
 
 // diagChange is one diagnostics_changed notification to send to the CLIs.
@@ -75,7 +77,13 @@ type diagCache struct {
 	byReal  map[string]int   // resolved path → bufnr, for paths with symlinks
 	touched map[string]int64 // path → seq of the last push that named it
 	seq     int64            // the last push applied
-	changed chan struct{}    // closed (and replaced) by every push
+	// answer is getDiagnostics {}' answer, escaped as a tool result's text,
+	// for the entries of generation gen; nil when not made since the last
+	// change. The answer is a couple of MB with hundreds of files, and most
+	// calls find nothing changed: it is escaped once, not on every call.
+	answer  []byte
+	gen     uint64        // bumped by every change of byBuf
+	changed chan struct{} // closed (and replaced) by every push
 	// far spells a local path as the CLI sees it (a Claude on an SSH host
 	// or in a container); a file outside the mapping is not reported.
 	far func(abs string) (string, error)
@@ -112,6 +120,7 @@ func (d *diagCache) apply(p diagPush) []diagChange {
 			continue // outside the far↔local mapping: the CLI cannot name it
 		}
 		e.item = diagItem(uri, e.list)
+		e.esc = mcp.AppendEscaped(make([]byte, 0, len(e.item)+len(e.item)/4), string(e.item))
 		entries[i] = e
 	}
 
@@ -180,6 +189,8 @@ func (d *diagCache) commit(p diagPush) {
 
 // add and remove must be called with d.mu held.
 func (d *diagCache) add(bufnr int, e *diagEntry) {
+	d.gen++
+	d.answer = nil
 	d.byBuf[bufnr] = e
 	d.byPath[e.path] = bufnr
 	if e.real != "" {
@@ -188,6 +199,8 @@ func (d *diagCache) add(bufnr int, e *diagEntry) {
 }
 
 func (d *diagCache) remove(bufnr int, e *diagEntry) {
+	d.gen++
+	d.answer = nil
 	delete(d.byBuf, bufnr)
 	if d.byPath[e.path] == bufnr {
 		delete(d.byPath, e.path)
@@ -195,6 +208,42 @@ func (d *diagCache) remove(bufnr int, e *diagEntry) {
 	if e.real != "" && d.byReal[e.real] == bufnr {
 		delete(d.byReal, e.real)
 	}
+}
+
+// allEscaped is all() escaped as a tool result's text (mcp.AppendEscaped):
+// made from the entries' escaped parts ("[", "," and "]" escape as
+// themselves) and kept until the next change. The bytes returned are never
+// changed afterwards.
+func (d *diagCache) allEscaped() []byte {
+	d.mu.Lock()
+	if d.answer != nil {
+		defer d.mu.Unlock()
+		return d.answer
+	}
+	gen := d.gen
+	entries := make([]*diagEntry, 0, len(d.byBuf))
+	size := 2
+	for _, e := range d.byBuf {
+		entries = append(entries, e)
+		size += len(e.esc) + 1
+	}
+	d.mu.Unlock()
+	sort.Slice(entries, func(i, j int) bool { return entries[i].path < entries[j].path })
+	b := make([]byte, 0, size)
+	b = append(b, '[')
+	for i, e := range entries {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, e.esc...)
+	}
+	b = append(b, ']')
+	d.mu.Lock()
+	if d.gen == gen {
+		d.answer = b
+	}
+	d.mu.Unlock()
+	return b
 }
 
 // all is the getDiagnostics answer for every file with diagnostics, sorted

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nvim-claude/nvim-claude/mcp"
 )
 
 // push builds a diagPush from (bufnr, path, messages) triples.
@@ -156,6 +158,65 @@ func TestDiagCacheForPath(t *testing.T) {
 		}
 	}
 }
+
+// getDiagnostics {} answers from an escaped copy kept between calls: after
+// every change (new diagnostics, a buffer cleared, renamed, a snapshot) the
+// next answer is the new picture, byte for byte the escaping of all().
+func TestDiagCacheEscapedAnswer(t *testing.T) {
+	hostile := "say \"hi\" \\ <T> & \x00\x1b\u2028\u2029 \xff é😀"
+	steps := []struct {
+		name string
+		push diagPush
+		want string // "path=messages" per file, sorted by path
+	}{
+		{"first", mkPush(1, false, pushFile{1, "/p/a.go", []string{"a1", hostile}}, pushFile{2, "/p/b \"q\".go", []string{"b1"}}),
+			"/p/a.go=a1," + strings.ToValidUTF8(hostile, "\ufffd") + ` /p/b "q".go=b1`},
+		{"changed", mkPush(2, false, pushFile{1, "/p/a.go", []string{"a2"}}), `/p/a.go=a2 /p/b "q".go=b1`},
+		{"republished unchanged", mkPush(3, false, pushFile{1, "/p/a.go", []string{"a2"}}), `/p/a.go=a2 /p/b "q".go=b1`},
+		{"cleared", mkPush(4, false, pushFile{2, "/p/b \"q\".go", nil}), "/p/a.go=a2"},
+		{"added", mkPush(5, false, pushFile{3, "/p/c.go", []string{"c1"}}), "/p/a.go=a2 /p/c.go=c1"},
+		{"renamed", mkPush(6, false, pushFile{3, "/p/0.go", []string{"c1"}}), "/p/0.go=c1 /p/a.go=a2"},
+		{"snapshot", mkPush(7, true, pushFile{1, "/p/a.go", []string{"a3"}}), "/p/a.go=a3"},
+		{"emptied", mkPush(8, true), ""},
+	}
+	d := newDiagCache(nil)
+	for _, st := range steps {
+		d.allEscaped() // an answer made before the push
+		d.apply(st.push)
+		d.commit(st.push)
+		for range 2 { // made afresh, then kept
+			got := d.allEscaped()
+			if want := mcpEscaped(d.all()); string(got) != want {
+				t.Fatalf("%s: allEscaped\n got %s\nwant %s", st.name, got, want)
+			}
+			var text string
+			if err := json.Unmarshal([]byte(`"`+string(got)+`"`), &text); err != nil {
+				t.Fatalf("%s: %v", st.name, err)
+			}
+			var files []struct {
+				URI         string       `json:"uri"`
+				Diagnostics []diagnostic `json:"diagnostics"`
+			}
+			if err := json.Unmarshal([]byte(text), &files); err != nil {
+				t.Fatalf("%s: %v in %s", st.name, err, text)
+			}
+			var out []string
+			for _, f := range files {
+				var msgs []string
+				for _, dd := range f.Diagnostics {
+					msgs = append(msgs, dd.Message)
+				}
+				out = append(out, strings.TrimPrefix(f.URI, "file://")+"="+strings.Join(msgs, ","))
+			}
+			if got := strings.Join(out, " "); got != st.want {
+				t.Fatalf("%s: answer %q, want %q", st.name, got, st.want)
+			}
+		}
+	}
+}
+
+// mcpEscaped is s as mcp escapes a tool result's text.
+func mcpEscaped(s string) string { return string(mcp.AppendEscaped(nil, s)) }
 
 func TestDiagCacheWait(t *testing.T) {
 	d := newDiagCache(nil)

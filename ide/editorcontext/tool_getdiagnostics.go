@@ -37,7 +37,7 @@ func (c *Context) getDiagnosticsTool() mcp.Tool {
 				return mcp.TextResult(c.diags.forPath(path)), nil
 			}
 			c.syncDiagnostics(ctx)
-			return mcp.TextResult(c.diags.all()), nil
+			return mcp.EscapedTextResult(c.diags.allEscaped()), nil
 		},
 	}
 }

@@ -841,8 +841,12 @@ local function reload_changed()
     end,
   })
   local live = {}
+  -- With hundreds of buffers this loop is most of getDiagnostics' wait on
+  -- Neovim: 'modified' is read once a buffer (the fast reader), and again
+  -- only after a reload; a stamp that did not move is kept as it is.
+  local is_loaded, is_valid, file_path, flag = api.nvim_buf_is_loaded, api.nvim_buf_is_valid, E.file_path, E.buf_flag
   for _, b in ipairs(api.nvim_list_bufs()) do
-    local path = api.nvim_buf_is_loaded(b) and E.file_path(b)
+    local path = is_loaded(b) and file_path(b)
     if path then
       live[b] = true
       local now = stamp(path)
@@ -853,15 +857,17 @@ local function reload_changed()
         or now.sec ~= before.sec
         or now.nsec ~= before.nsec
         or now.size ~= before.size
-      if moved and not opt(b, "modified") and not now.missing then
+      local modified = flag(b, "modified")
+      if moved and not modified and not now.missing then
         local tick = api.nvim_buf_get_changedtick(b)
         local had = #vim.diagnostic.get(b) > 0
         pcall(vim.cmd, "checktime " .. b)
-        if api.nvim_buf_is_valid(b) and api.nvim_buf_get_changedtick(b) ~= tick then
+        if is_valid(b) and api.nvim_buf_get_changedtick(b) ~= tick then
           table.insert(reloaded, { buf = b, had = had })
         end
+        modified = not is_valid(b) or flag(b, "modified")
       end
-      if not opt(b, "modified") then
+      if moved and not modified then
         now.path = path
         seen[b] = now
       end
