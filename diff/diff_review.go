@@ -18,6 +18,13 @@ func (c *Reviews) Review(ctx context.Context, r verdict.Request) (verdict.Verdic
 	return c.Begin(r).Wait(ctx)
 }
 
+// largeProposal is the proposal size from which the host gives its memory
+// back to the system once Neovim has the proposal. Smaller proposals leave
+// it to the collector: memory returned is memory the accept's answer must
+// touch afresh, which cost a 1 MB accept more than its own work, while the
+// peak a proposal below this size can add stays small.
+const largeProposal = 8 << 20
+
 // pendingReview is a registered review whose diff Wait shows.
 type pendingReview struct {
 	c          *Reviews
@@ -47,7 +54,7 @@ func (p *pendingReview) Wait(ctx context.Context) (verdict.Verdict, error) {
 	p.r.Contents = ""
 	c.closeWindows(ctx, p.superseded)
 	openCtx, cancel := context.WithTimeout(ctx, diffOpenTimeout)
-	large := len(r.Contents) >= 1<<20
+	large := len(r.Contents) >= largeProposal
 	view, err := c.ed.OpenDiff(openCtx, nvimbridge.DiffRequest{
 		ID:       s.id,
 		TabName:  r.TabName,
