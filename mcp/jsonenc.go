@@ -8,7 +8,7 @@ import (
 // result whose text is a whole file (openDiff's FILE_SAVED answer). Its
 // output is byte for byte what encoding/json with SetEscapeHTML(false)
 // writes (TestAppendToolResultMatchesEncodingJSON), at several times the
-// speed: one pass over the text, into a buffer sized up front.
+// speed: one pass over the text, into a buffer sized up front (jsonsize.go).
 
 // safeJSON marks the bytes a JSON string holds as they are (no HTML
 // escaping); bytes ≥ 0x80 are checked as UTF-8 separately.
@@ -106,15 +106,4 @@ func appendToolResult(dst []byte, r *ToolResult) []byte {
 		dst = append(dst, `,"isError":true`...)
 	}
 	return append(dst, '}')
-}
-
-// toolResultSize is a guess at the encoded size of r: its texts plus a
-// little for escapes and the frame around them.
-func toolResultSize(r *ToolResult) int {
-	n := 64
-	for i := range r.Content {
-		c := &r.Content[i]
-		n += 48 + len(c.Type) + len(c.Data) + len(c.MimeType) + len(c.Text) + len(c.Text)/16
-	}
-	return n
 }
