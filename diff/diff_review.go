@@ -3,6 +3,7 @@ package diff
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"runtime/debug"
 
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
@@ -17,6 +18,18 @@ import (
 func (c *Reviews) Review(ctx context.Context, r verdict.Request) (verdict.Verdict, error) {
 	return c.Begin(r).Wait(ctx)
 }
+
+// A proposal of a MiB or more leaves garbage (the request that carried it,
+// its decoded text) that is collected once Neovim has it, while the user
+// reads the diff, so that the accept does not pay for that collection.
+// From largeProposal on, the memory also goes back to the system (the
+// host's peak stays bounded); below it the memory stays with the process:
+// memory given back is memory the accept's answer must touch afresh, which
+// cost a 1 MB accept more than its own work.
+const (
+	collectProposal = 1 << 20
+	largeProposal   = 8 << 20
+)
 
 // pendingReview is a registered review whose diff Wait shows.
 type pendingReview struct {
@@ -47,7 +60,7 @@ func (p *pendingReview) Wait(ctx context.Context) (verdict.Verdict, error) {
 	p.r.Contents = ""
 	c.closeWindows(ctx, p.superseded)
 	openCtx, cancel := context.WithTimeout(ctx, diffOpenTimeout)
-	large := len(r.Contents) >= 1<<20
+	size := len(r.Contents)
 	view, err := c.ed.OpenDiff(openCtx, nvimbridge.DiffRequest{
 		ID:       s.id,
 		TabName:  r.TabName,
@@ -59,11 +72,14 @@ func (p *pendingReview) Wait(ctx context.Context) (verdict.Verdict, error) {
 	})
 	cancel()
 	r.Contents = "" // Neovim has it; the wait for the user may be long
-	if large {
+	switch {
+	case size >= largeProposal:
 		// The request that carried the proposal and its decoded text are
 		// garbage now: without this, the answer's buffers would pile on
 		// top of them and the host's peak would be twice what it needs.
 		debug.FreeOSMemory()
+	case size >= collectProposal:
+		runtime.GC()
 	}
 	if err != nil {
 		if c.takeID(s.id) != nil {

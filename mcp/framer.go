@@ -132,8 +132,14 @@ func readMessage(r io.Reader, max int64, scratch []byte) ([]byte, error) {
 const readChunk = 4096
 
 // largeMessage is the size of a message read from which its chunks are
-// collected at once (see readMessage).
-const largeMessage = 1 << 20
+// collected at once (see readMessage). It is a whole large file's size, not
+// a usual proposal's: a forced collection costs little in itself, but the
+// memory it frees is handed back to the system over time and the next
+// message then pays for touching fresh pages (a few ms a MiB here), which
+// at 1 MB was more than the open's own work in the host. Below this size
+// the chunks are left to the collector's own pace; the peak they add is
+// at most this size.
+const largeMessage = 8 << 20
 
 // hugeReply is the size of a written message after which the process's
 // free memory goes back to the operating system. It is above what answers

@@ -10,7 +10,7 @@ import (
 // Content.EscapedText), which is written as it is. Its
 // output is byte for byte what encoding/json with SetEscapeHTML(false)
 // writes (TestAppendToolResultMatchesEncodingJSON), at several times the
-// speed: one pass over the text, into a buffer sized up front.
+// speed: one pass over the text, into a buffer sized up front (jsonsize.go).
 
 // safeJSON marks the bytes a JSON string holds as they are (no HTML
 // escaping); bytes ≥ 0x80 are checked as UTF-8 separately.
@@ -135,15 +135,4 @@ func appendContent(dst []byte, c *Content) []byte {
 // appendToolResult's, EscapedText included.
 func (c Content) MarshalJSON() ([]byte, error) {
 	return appendContent(nil, &c), nil
-}
-
-// toolResultSize is a guess at the encoded size of r: its texts plus a
-// little for escapes and the frame around them.
-func toolResultSize(r *ToolResult) int {
-	n := 64
-	for i := range r.Content {
-		c := &r.Content[i]
-		n += 48 + len(c.Type) + len(c.Data) + len(c.MimeType) + len(c.Text) + len(c.Text)/16 + len(c.EscapedText)
-	}
-	return n
 }

@@ -240,7 +240,12 @@ func encodeResult(id json.RawMessage, result any) ([]byte, error) {
 	if tr, ok := result.(toolReply); ok {
 		// the hot path, and the one result that can carry a whole file
 		r := tr.r
-		out := make([]byte, 0, toolResultSize(r)+len(id))
+		idLen := len(id)
+		if id == nil {
+			idLen = len("null")
+		}
+		size := len(`{"jsonrpc":"2.0","id":,"result":}`) + idLen + toolResultLen(r)
+		out := make([]byte, 0, size)
 		out = append(out, `{"jsonrpc":"2.0","id":`...)
 		if id == nil {
 			out = append(out, "null"...)
