@@ -55,4 +55,47 @@ return {
     render.detach(chat.tbuf)
     api.nvim_buf_delete(chat.tbuf, { force = true })
   end,
+
+  -- A delta appended at the end of a long block makes Neovim evaluate the
+  -- fold expression of a few lines, not of every line up to the block's
+  -- last checkpoint (and down again): the lines after the map's last
+  -- entry have a number for a level, not "=". The folds stay the
+  -- renderer's.
+  stream_fold_walk = function()
+    local chat, win = transcript()
+    render.thinking(chat, { message_id = "m", index = 0, delta = "think" })
+    local body = {}
+    for i = 1, 60 do
+      body[i] = "line " .. i
+    end
+    render.text(chat, { message_id = "m", index = 1, delta = table.concat(body, "\n") })
+    vim.cmd([[
+      let g:claude_fold_evals = 0
+      function! ClaudeTestFoldEval(level) abort
+        let g:claude_fold_evals += 1
+        return a:level
+      endfunction
+    ]])
+    vim.wo[win].foldexpr = "ClaudeTestFoldEval(" .. render.FOLDEXPR .. ")"
+    local n = api.nvim_buf_line_count(chat.tbuf)
+    api.nvim_win_call(win, function()
+      vim.fn.foldlevel(n) -- the folds computed afresh
+    end)
+    vim.g.claude_fold_evals = 0
+    render.text(chat, { message_id = "m", index = 1, delta = " more" })
+    local evals
+    api.nvim_win_call(win, function()
+      evals = vim.g.claude_fold_evals
+      for l = 1, n do
+        local want = render.foldexpr(l) == "0" and 0 or 1
+        t.eq(want, vim.fn.foldlevel(l), "fold level of line " .. l)
+      end
+    end)
+    t.eq("line 60 more", api.nvim_buf_get_lines(chat.tbuf, n - 1, n, false)[1], "the delta")
+    t.eq(true, evals <= 4, "fold expression evaluated " .. evals .. " times for one delta")
+    vim.cmd("close")
+    render.detach(chat.tbuf)
+    api.nvim_buf_delete(chat.tbuf, { force = true })
+    vim.cmd("delfunction ClaudeTestFoldEval")
+  end,
 }

@@ -15,6 +15,14 @@
 -- every line written; a Lua foldexpr (v:lua) costs about 3 µs a line
 -- there, this one under 0.5 µs — the difference between a 100k-line
 -- resumed session showing at once or after a third of a second.
+--
+-- The lines after the map's last entry (b:claude_chat_last) get their
+-- level as a number (b:claude_chat_tail), not "=": after a change Neovim
+-- walks up from it while the level is "=" and then evaluates down again,
+-- which at the end of the buffer, where every streamed delta writes,
+-- would be up to two checkpoints' worth of lines per delta — most of the
+-- delta's cost. With a number it evaluates the changed line and the one
+-- above.
 local api = vim.api
 
 local M = {}
@@ -22,19 +30,19 @@ local M = {}
 M.ns = api.nvim_create_namespace("claude-chat")
 
 --- The transcript windows' 'foldexpr' (see the header comment).
-M.FOLDEXPR = "get(b:claude_chat_folds, v:lnum, '=')"
+M.FOLDEXPR = "v:lnum > b:claude_chat_last ? b:claude_chat_tail : get(b:claude_chat_folds, v:lnum, '=')"
 
 -- chats by transcript buffer, for M.foldexpr.
 local by_buf = {}
 
-local long_transcript -- (below)
+local long_transcript, write_map -- (below)
 
 function M.attach(chat)
   by_buf[chat.tbuf] = chat
   chat.levels = chat.levels or { "0" }
   chat.folds = chat.folds or {}
   chat.r = chat.r or { cur = nil, in_turn = false }
-  vim.b[chat.tbuf].claude_chat_folds = vim.empty_dict()
+  write_map(chat)
   long_transcript(chat, api.nvim_buf_line_count(chat.tbuf))
 end
 
@@ -165,12 +173,25 @@ local function set_levels(chat, s, e, lv)
     end
   end
   if changed then
-    local map = {}
-    for r, v in pairs(folds) do
-      map[tostring(r)] = v
-    end
-    vim.b[chat.tbuf].claude_chat_folds = next(map) and map or vim.empty_dict()
+    write_map(chat)
   end
+end
+
+-- write_map gives the buffer the fold map of chat.folds, with its last
+-- line and the level of the lines after it (the depth of the last entry:
+-- what "=" would give them).
+function write_map(chat)
+  local map, last = {}, 0
+  for r, v in pairs(chat.folds) do
+    map[tostring(r)] = v
+    if r > last then
+      last = r
+    end
+  end
+  local b = vim.b[chat.tbuf]
+  b.claude_chat_folds = next(map) and map or vim.empty_dict()
+  b.claude_chat_last = last
+  b.claude_chat_tail = last > 0 and tostring(DEPTH[chat.folds[last]]) or "0"
 end
 
 -- long_transcript makes a transcript that is to have n lines leave
