@@ -23,6 +23,11 @@ import (
 // require("claude.chat") in order.
 type Editor interface {
 	Emit(ctx context.Context, event string, data any) error
+	// EmitIdempotent is Emit for an event the Lua side drops when it
+	// comes twice (every chat event carries its seq): without first
+	// asking Neovim whether it is blocked at a prompt, so one that failed
+	// may run late, and its retry is then dropped.
+	EmitIdempotent(ctx context.Context, event string, data any) error
 }
 
 // Reviewer is the diff review the chat's edit permissions open

@@ -3,10 +3,12 @@ package chatpanel
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/nvim-claude/nvim-claude/nvimbridge"
 )
 
@@ -25,9 +27,19 @@ const chatEmitTimeout = 10 * time.Second
 // every delta wait for it (its p99 is the frame) while saving nothing when
 // deltas come slower than Neovim renders them; waiting for Neovim batches
 // exactly as much as Neovim is behind (at 2,000 deltas/s, several a write).
+//
+// Every event delivered carries a seq ("<outbox>.<n>", the same in each
+// attempt), which require("claude.chat") remembers: an attempt reported
+// failed (Neovim blocked at a prompt) may still run once the prompt is
+// answered, and the retry that follows it is then dropped rather than
+// shown twice. This is what lets emit send without asking Neovim first
+// whether it is blocked — one request a delta instead of two.
 type outbox struct {
 	emit func(ctx context.Context, name string, data any) error
 	log  func(msg string, args ...any)
+
+	token string // this outbox's part of each seq
+	sent  int    // events taken from the queue so far
 
 	mu      sync.Mutex
 	items   []*outItem
@@ -48,7 +60,7 @@ type outItem struct {
 }
 
 func newOutbox(emit func(ctx context.Context, name string, data any) error, log func(string, ...any)) *outbox {
-	o := &outbox{emit: emit, log: log, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	o := &outbox{emit: emit, log: log, token: uuid.NewString()[:8], wake: make(chan struct{}, 1), done: make(chan struct{})}
 	o.stopped, o.stop = context.WithCancel(context.Background())
 	return o
 }
@@ -126,6 +138,8 @@ func (o *outbox) run() {
 		if it.key != "" {
 			it.data["delta"] = it.delta
 		}
+		o.sent++
+		it.data["seq"] = o.token + "." + strconv.Itoa(o.sent)
 		o.mu.Unlock()
 		// it is out of the queue (nothing merges into it any more) but
 		// not delivered: it goes before anything else, however long

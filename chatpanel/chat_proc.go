@@ -91,7 +91,7 @@ func (c *Panel) open(p openParams, after func(*chatProc, *chat.Session) (map[str
 		if c.ed == nil {
 			return nil
 		}
-		return c.ed.Emit(ctx, name, data)
+		return c.ed.EmitIdempotent(ctx, name, data)
 	}, c.log.Warn)
 	model := p.Model
 	if model == "default" {

@@ -61,6 +61,10 @@ func (r *chatRecorder) Emit(ctx context.Context, event string, data any) error {
 	return nil
 }
 
+func (r *chatRecorder) EmitIdempotent(ctx context.Context, event string, data any) error {
+	return r.Emit(ctx, event, data)
+}
+
 // wait returns the n-th event called name whose data satisfies pred.
 func (r *chatRecorder) wait(t *testing.T, n int, name string, pred func(map[string]any) bool) map[string]any {
 	t.Helper()

@@ -232,8 +232,26 @@ func (b *Bridge) Call(ctx context.Context, fn string, args any, result any) erro
 // passes to fn as they are: bulk text crosses as a msgpack string that Lua
 // receives without a JSON decode (and Go sends without an escape).
 func (b *Bridge) call(ctx context.Context, fn string, args any, result any, extra ...any) error {
-	return b.callWith(ctx, false, fn, args, result, extra...)
+	return b.callWith(ctx, callOnce, fn, args, result, extra...)
 }
+
+// callMode is what a call promises about running late, when Neovim
+// reaches it only after the caller gave up.
+type callMode int
+
+const (
+	// callOnce: a call reported as failed never acts. Nothing is sent to
+	// a Neovim waiting at a prompt (one nvim_get_mode first), and a call
+	// that Neovim reaches after its deadline does nothing.
+	callOnce callMode = iota
+	// callCleanup: the call acts whenever Neovim reaches it (see cleanup).
+	callCleanup
+	// callRepeatable: the call's Lua drops a repeat, so a late run does
+	// no harm: it is sent at once, without asking Neovim first whether it
+	// is blocked (the caller's retry of it is then the repeat). Neovim
+	// found blocked while the call waits still fails it with ErrBlocked.
+	callRepeatable
+)
 
 // cleanup is Call for a call that undoes what an abandoned one showed
 // (close the confirmation float an expired request opened): it acts
@@ -242,10 +260,10 @@ func (b *Bridge) call(ctx context.Context, fn string, args any, result any, extr
 // the caller waited — and a cleanup dropped then would leave its window
 // open for good.
 func (b *Bridge) cleanup(ctx context.Context, fn string, args any) error {
-	return b.callWith(ctx, true, fn, args, nil)
+	return b.callWith(ctx, callCleanup, fn, args, nil)
 }
 
-func (b *Bridge) callWith(ctx context.Context, anyTime bool, fn string, args any, result any, extra ...any) error {
+func (b *Bridge) callWith(ctx context.Context, mode callMode, fn string, args any, result any, extra ...any) error {
 	payload, err := json.Marshal(args)
 	if err != nil {
 		return fmt.Errorf("%s: encode args: %w", fn, err)
@@ -264,11 +282,11 @@ func (b *Bridge) callWith(ctx context.Context, anyTime bool, fn string, args any
 	}
 	var out string
 	ms := deadline.UnixMilli()
-	if anyTime {
+	if mode == callCleanup {
 		ms = 0
 	}
 	callArgs := append([]any{fn, string(payload), ms}, extra...)
-	if err := b.exec(ctx, `return package.loaded["`+moduleKey+`"].call(...)`, &out, callArgs...); err != nil {
+	if err := b.exec(ctx, mode != callRepeatable, `return package.loaded["`+moduleKey+`"].call(...)`, &out, callArgs...); err != nil {
 		return fmt.Errorf("%s: %w", fn, err)
 	}
 	var r reply
@@ -298,7 +316,7 @@ func (b *Bridge) ensureLoaded(ctx context.Context) error {
 	if b.loaded {
 		return nil
 	}
-	if err := b.exec(ctx, loaderChunk, nil); err != nil {
+	if err := b.exec(ctx, true, loaderChunk, nil); err != nil {
 		return fmt.Errorf("load bridge.lua: %w", err)
 	}
 	b.loaded = true
@@ -313,8 +331,9 @@ if not ok then
 end
 package.loaded["` + moduleKey + `"] = m`
 
-// exec runs nvim_exec_lua bounded by ctx (or DefaultTimeout).
-func (b *Bridge) exec(ctx context.Context, code string, result any, args ...any) error {
+// exec runs nvim_exec_lua bounded by ctx (or DefaultTimeout); with
+// precheck, not at all when Neovim is waiting at a prompt.
+func (b *Bridge) exec(ctx context.Context, precheck bool, code string, result any, args ...any) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
@@ -322,7 +341,7 @@ func (b *Bridge) exec(ctx context.Context, code string, result any, args ...any)
 	}
 	// Nothing is sent to a Neovim waiting at a prompt: it would run the
 	// request once the user answers, long after the caller gave up.
-	if b.blocked(ctx) {
+	if precheck && b.blocked(ctx) {
 		return ErrBlocked
 	}
 	done := make(chan error, 1)

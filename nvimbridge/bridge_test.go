@@ -81,6 +81,67 @@ package.loaded["nvim-claude.bridge"].fns.slow = function() vim.fn.getchar() end`
 	}
 }
 
+// At a prompt (here hit-enter), Emit sends nothing: once the prompt is
+// answered its event has not run. EmitIdempotent, whose Lua drops a
+// repeat, sends at once without asking whether Neovim is blocked: it fails
+// the same way (ErrBlocked, from the probe while it waits) but its event
+// runs once the prompt is answered.
+func TestEmitAtPrompt(t *testing.T) {
+	n := nvimtest.Start(t, nvimtest.Options{})
+	b := nvimbridge.Wrap(n.Nvim, nil)
+	t.Cleanup(b.CloseProposals)
+	ctx := context.Background()
+	if err := b.Call(ctx, "notify", map[string]any{"msg": "load", "level": 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	n.Exec(t, `package.loaded["claude.emitprobe"] = { _on_event = function(ev) vim.g.emitprobe = (vim.g.emitprobe or "") .. ev .. ";" end }`)
+	// A hit-enter prompt needs a UI.
+	if err := n.RegisterHandler("redraw", func(...any) {}); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.AttachUI(80, 24, map[string]any{"ext_linegrid": true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.Input(`:echo "one\ntwo\nthree"<CR>`); err != nil {
+		t.Fatal(err)
+	}
+	waitBlocked(t, n)
+	if err := b.Emit(ctx, "emitprobe.once", nil); !errors.Is(err, nvimbridge.ErrBlocked) {
+		t.Fatalf("Emit at a prompt: err = %v, want ErrBlocked", err)
+	}
+	if err := b.EmitIdempotent(ctx, "emitprobe.late", nil); !errors.Is(err, nvimbridge.ErrBlocked) {
+		t.Fatalf("EmitIdempotent at a prompt: err = %v, want ErrBlocked", err)
+	}
+	if _, err := n.Input("<CR>"); err != nil {
+		t.Fatal(err)
+	}
+	// Requests run in the order sent: this one's answer comes after every
+	// earlier one ran.
+	var got string
+	if err := n.ExecLua(`return vim.g.emitprobe or ""`, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got != "late;" {
+		t.Fatalf("events run after the prompt: %q, want only the idempotent one", got)
+	}
+}
+
+// waitBlocked waits until Neovim is waiting for input.
+func waitBlocked(t *testing.T, n *nvimtest.Nvim) {
+	t.Helper()
+	deadline := time.Now().Add(10 * nvimtest.Slack * time.Second)
+	for {
+		m, err := n.Mode()
+		if err == nil && m.Blocking {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Neovim never waited for input (mode %+v, %v)", m, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)

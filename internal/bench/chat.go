@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -433,30 +434,73 @@ func (fe *floorEditor) reset(ctx context.Context) error {
 	return fe.exec(ctx, `vim.api.nvim_buf_set_lines(..., 0, -1, false, {})`, nil, int(fe.buf))
 }
 
-// stream appends ask's tokens to the floor's buffer at ask.Rate, each with
-// one nvim_call_atomic (nvim_buf_set_text at the end, nvim_win_set_cursor
-// to the last line so that the window follows, as the transcript's does),
-// and measures as chatEditor.stream does.
+// stream appends ask's tokens to the floor's buffer, arriving at ask.Rate,
+// as chatpanel's outbox writes the chat's: a write as soon as Neovim
+// answered the previous one, carrying every token that arrived meanwhile
+// (one token a write while Neovim keeps up). Each write is one
+// nvim_call_atomic (nvim_buf_set_text at the end, nvim_win_set_cursor to
+// the last line so that the window follows, as the transcript's does). A
+// token's latency runs from its arrival, as a delta's runs from the
+// stand-in's write: where Neovim falls behind the rate (treesitter's
+// re-parse), both sides write less often with more, instead of the floor
+// queueing calls that arrive seconds late. Measured as chatEditor.stream.
 func (fe *floorEditor) stream(ctx context.Context, ask chatwire.Ask) (streamRun, error) {
 	run := streamRun{ask: ask, intact: true}
 	n0, err := cpuClock(fe.pid)
 	if err != nil {
 		return run, err
 	}
-	written := make([]int64, 0, ask.N)
+	written := make([]int64, ask.N)
 	interval := time.Duration(float64(time.Second) / ask.Rate)
 	start := time.Now()
+	// The tokens arrive on schedule (arrived counts them), whatever the
+	// writes do.
+	var mu sync.Mutex
+	arrived := 0
+	wake := make(chan struct{}, 1)
+	actx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() { // ends with the ask or stop
+		for i := 0; i < ask.N; i++ {
+			if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
+				t := time.NewTimer(d)
+				select {
+				case <-t.C:
+				case <-actx.Done():
+					t.Stop()
+					return
+				}
+			}
+			mu.Lock()
+			written[i] = chatwire.Mono()
+			arrived = i + 1
+			mu.Unlock()
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		}
+	}()
 	var text strings.Builder
-	for i := 0; i < ask.N; i++ {
-		if ctx.Err() != nil {
-			return run, ctx.Err()
+	for next := 0; next < ask.N; {
+		mu.Lock()
+		upto := arrived
+		mu.Unlock()
+		if upto == next {
+			select {
+			case <-wake:
+			case <-ctx.Done():
+				return run, ctx.Err()
+			}
+			continue
 		}
-		if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
-			time.Sleep(d)
+		var chunk strings.Builder
+		for i := next; i < upto; i++ {
+			chunk.WriteString(ask.Token(i))
 		}
-		tok := ask.Token(i)
-		text.WriteString(tok)
-		parts := strings.Split(tok, "\n")
+		next = upto
+		text.WriteString(chunk.String())
+		parts := strings.Split(chunk.String(), "\n")
 		lines := make([][]byte, len(parts))
 		for j, p := range parts {
 			lines[j] = []byte(p)
@@ -471,7 +515,6 @@ func (fe *floorEditor) stream(ctx context.Context, ask chatwire.Ask) (streamRun,
 		b := fe.NewBatch()
 		b.SetBufferText(fe.buf, row, col, row, col, lines)
 		b.SetWindowCursor(fe.win, [2]int{fe.row + 1, 0})
-		written = append(written, chatwire.Mono())
 		if err := b.Execute(); err != nil {
 			return run, fmt.Errorf("floor set_text: %w", err)
 		}

@@ -63,11 +63,11 @@ func runChatCPU(ctx context.Context, r *runner) (*section, error) {
 		"process CPU clock) is read just before the prompt is sent and when the chat reports the turn's end (`User "+
 		"ClaudeChatTurnDone`), and divided by N — so it also carries the turn's own few events (the prompt echoed, the header, "+
 		"the end line), a fixed cost spread over the N deltas. The floor is the bare Neovim appending the same N tokens at the "+
-		"same rate with `nvim_buf_set_text` + `nvim_win_set_cursor` in one call each, into a markdown buffer in the same "+
+		"same rate with `nvim_buf_set_text` + `nvim_win_set_cursor` in one call a write, into a markdown buffer in the same "+
 		"80-column window, highlighted as the chat's transcript is, from before the first call until the last token is on "+
 		"the screen. Both Neovims draw to a UI (the "+
 		"bench), so the redraw is paid on both sides; the chat writes a delta as soon as Neovim answered the last write "+
-		"(merging those that came meanwhile), the floor writes each. Runs alternate which side goes first. The host's CPU (the Go process between the stand-in and "+
+		"(merging those that came meanwhile), and so does the floor (one token a write while Neovim keeps up). Runs alternate which side goes first. The host's CPU (the Go process between the stand-in and "+
 		"Neovim) is shown for information; it is not Neovim's. Sides: %s; %s; %s; %s.\n\n", chat.desc, chatTS.desc, floor.desc, floorTS.desc)
 	sec.printf("| comparison | run | deltas | Neovim CPU, chat | per delta | floor | per delta | ratio | host CPU per delta |\n|---|---|---|---|---|---|---|---|---|\n")
 	for j, pg := range pairings {
@@ -79,9 +79,8 @@ func runChatCPU(ctx context.Context, r *runner) (*section, error) {
 	}
 	sec.printf("\n**Reading it.** The chat pays, per write, the RPC call from the host, the Lua that renders the event (the " +
 		"bridge's JSON decode, the dispatch, the fold map, the follow of the window's cursor) and the redraw; the floor pays " +
-		"its call and the redraw per token. At 200 deltas/s Neovim answers a write before the next delta " +
-		"comes, so the chat writes each delta, as the floor does; at 2,000 a write carries what came during the last one (which also falls behind " +
-		"the rate: see \"reached\" in scenario 20). With treesitter both sides pay its re-parse at every write, several " +
+		"its call and the redraw per write. At 200 deltas/s Neovim answers a write before the next delta " +
+		"comes, so both sides write each delta; at 2,000 a write of either carries what came during the last one. With treesitter both sides pay its re-parse at every write, several " +
 		"times the rest (which is why the transcript does without it by default).\n\n")
 	var missed []pairing
 	for j, pg := range pairings {

@@ -154,9 +154,12 @@ func runChatStream(ctx context.Context, r *runner) (*section, error) {
 		"end of each answer the transcript's answer block is compared with the text sent: every delta once, in order.\n\n",
 		chatCols, chatRows)
 	sec.printf("**Floor.** A Neovim without the plugin with the same UI and an 80-column window on the right holding a markdown " +
-		"buffer (wrap, linebreak): the bench appends the same tokens at the same rate, each with one `nvim_call_atomic` of " +
-		"`nvim_buf_set_text` at the end and `nvim_win_set_cursor` to the last line, timed from just before the call — the least " +
-		"any client can do to put a token on a Neovim screen. Both are highlighted the same way: the chat's transcript uses " +
+		"buffer (wrap, linebreak): the same tokens arrive at the same rate and the bench appends them as the chat's host " +
+		"does, with one `nvim_call_atomic` of `nvim_buf_set_text` at the end and `nvim_win_set_cursor` to the last line as soon as " +
+		"Neovim answered the previous one, carrying every token that arrived meanwhile (one a call while Neovim keeps up), each " +
+		"token timed from its arrival — the least any client can do to put a token on a Neovim screen. Where Neovim cannot keep " +
+		"up with the rate (treesitter's re-parse as the buffer grows), the floor, like the chat, writes less often with more, so " +
+		"its p99 is the time to show what came during one write, not a queue of calls falling seconds behind. Both are highlighted the same way: the chat's transcript uses " +
 		"Vim's markdown syntax by default; at 200 deltas/s both sides are also measured with treesitter highlighting (the " +
 		"markdown filetype's default in 0.12), which the chat gave up by default for what it costs (see \"Reading it\").\n\n")
 	sec.printf("Sides: %s; %s; %s; %s.\n\n", chat.desc, chatTS.desc, floor.desc, floorTS.desc)

@@ -226,6 +226,24 @@ return { cur = vim.api.nvim_buf_get_name(0), ft = vim.bo[chat.tbuf].filetype, wi
 	}
 }
 
+// An event that comes twice with the same seq (an attempt the host gave
+// up on at a prompt ran once the prompt was answered, then its retry) is
+// shown once; events with other seqs, or none, are all shown.
+func TestChatUIRepeatedEventShownOnce(t *testing.T) {
+	c := startChatUI(t, "")
+	c.open(t)
+	c.ev(t, "user", `{"id":"1","uuid":"u1","text":"hi","attachments":[],"seq":"a.1"}`)
+	c.ev(t, "text", `{"id":"1","message_id":"m1","index":0,"delta":"one","seq":"a.2"}`)
+	c.ev(t, "text", `{"id":"1","message_id":"m1","index":0,"delta":"one","seq":"a.2"}`)
+	c.ev(t, "text", `{"id":"1","message_id":"m1","index":0,"delta":" two","seq":"a.3"}`)
+	c.ev(t, "text", `{"id":"1","message_id":"m1","index":0,"delta":" three"}`)
+	c.ev(t, "text", `{"id":"1","message_id":"m1","index":0,"delta":" three"}`)
+	want := "## You\nhi\n## Claude\none two three three"
+	if got := c.transcript(t, "1"); got != want {
+		t.Fatalf("transcript:\n%s\nwant:\n%s", got, want)
+	}
+}
+
 func TestChatUIStreamAndFolds(t *testing.T) {
 	c := startChatUI(t, "")
 	c.open(t)

@@ -32,6 +32,7 @@ local order = {} -- ids, oldest first
 local early = {} -- id -> events that came before chat_open returned
 local opening = 0 -- chat_open / chat_fork requests in flight
 local closed = {} -- ids Lua has closed (or left, on resume): their events are dropped
+local repeated -- (below)
 local last_id -- the chat used last
 local augroup
 
@@ -755,11 +756,29 @@ function M._open_request(method, params)
   return res, err
 end
 
+-- repeated reports whether data is the event chat took last, delivered
+-- again (and remembers it otherwise): the host sends a chat's events
+-- without asking first whether Neovim is blocked at a prompt, so one it
+-- gave up on may run once the prompt is answered, right before its retry
+-- (the same seq).
+function repeated(chat, data)
+  if data.seq == nil then
+    return false
+  end
+  if data.seq == chat.last_seq then
+    return true
+  end
+  chat.last_seq = data.seq
+  return false
+end
+
 function M._replay(chat)
   local q = early[chat.id]
   early[chat.id] = nil
   for _, e in ipairs(q or {}) do
-    M._dispatch(chat, e[1], e[2])
+    if not repeated(chat, e[2]) then
+      M._dispatch(chat, e[1], e[2])
+    end
   end
 end
 
@@ -1060,6 +1079,9 @@ function M._on_event(event, data)
     if #q < MAX_EARLY then
       table.insert(q, { event, data })
     end
+    return
+  end
+  if repeated(chat, data) then
     return
   end
   local ok, err = pcall(M._dispatch, chat, event, data)

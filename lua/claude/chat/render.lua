@@ -15,6 +15,14 @@
 -- every line written; a Lua foldexpr (v:lua) costs about 3 µs a line
 -- there, this one under 0.5 µs — the difference between a 100k-line
 -- resumed session showing at once or after a third of a second.
+--
+-- The lines after the map's last entry (b:claude_chat_last) get their
+-- level as a number (b:claude_chat_tail), not "=": after a change Neovim
+-- walks up from it while the level is "=" and then evaluates down again,
+-- which at the end of the buffer, where every streamed delta writes,
+-- would be up to two checkpoints' worth of lines per delta — most of the
+-- delta's cost. With a number it evaluates the changed line and the one
+-- above.
 local api = vim.api
 
 local M = {}
@@ -22,19 +30,19 @@ local M = {}
 M.ns = api.nvim_create_namespace("claude-chat")
 
 --- The transcript windows' 'foldexpr' (see the header comment).
-M.FOLDEXPR = "get(b:claude_chat_folds, v:lnum, '=')"
+M.FOLDEXPR = "v:lnum > b:claude_chat_last ? b:claude_chat_tail : get(b:claude_chat_folds, v:lnum, '=')"
 
 -- chats by transcript buffer, for M.foldexpr.
 local by_buf = {}
 
-local long_transcript -- (below)
+local long_transcript, write_map -- (below)
 
 function M.attach(chat)
   by_buf[chat.tbuf] = chat
   chat.levels = chat.levels or { "0" }
   chat.folds = chat.folds or {}
   chat.r = chat.r or { cur = nil, in_turn = false }
-  vim.b[chat.tbuf].claude_chat_folds = vim.empty_dict()
+  write_map(chat)
   long_transcript(chat, api.nvim_buf_line_count(chat.tbuf))
 end
 
@@ -165,12 +173,25 @@ local function set_levels(chat, s, e, lv)
     end
   end
   if changed then
-    local map = {}
-    for r, v in pairs(folds) do
-      map[tostring(r)] = v
-    end
-    vim.b[chat.tbuf].claude_chat_folds = next(map) and map or vim.empty_dict()
+    write_map(chat)
   end
+end
+
+-- write_map gives the buffer the fold map of chat.folds, with its last
+-- line and the level of the lines after it (the depth of the last entry:
+-- what "=" would give them).
+function write_map(chat)
+  local map, last = {}, 0
+  for r, v in pairs(chat.folds) do
+    map[tostring(r)] = v
+    if r > last then
+      last = r
+    end
+  end
+  local b = vim.b[chat.tbuf]
+  b.claude_chat_folds = next(map) and map or vim.empty_dict()
+  b.claude_chat_last = last
+  b.claude_chat_tail = last > 0 and tostring(DEPTH[chat.folds[last]]) or "0"
 end
 
 -- long_transcript makes a transcript that is to have n lines leave
@@ -206,10 +227,34 @@ local function bufopt(buf, name, value)
   end
 end
 
+-- UNMODIFY_MS is how soon after a streamed write the transcript is made
+-- unmodified again. Setting 'modified' redraws the status line and winbar
+-- of every window (its value does not matter), so resetting it at every
+-- delta cost more than the delta's own write; a transcript is a scratch
+-- buffer, which Neovim never shows as modified, nor refuses to quit.
+local UNMODIFY_MS = 100
+
+-- unmodified_soon resets the transcript's 'modified' once UNMODIFY_MS
+-- have passed since the first write after the last reset.
+local function unmodified_soon(chat)
+  if chat.r.unmodify then
+    return
+  end
+  chat.r.unmodify = true
+  vim.defer_fn(function()
+    chat.r.unmodify = false
+    local buf = chat.tbuf
+    if api.nvim_buf_is_valid(buf) and vim.bo[buf].modified then
+      bufopt(buf, "modified", false)
+    end
+  end, UNMODIFY_MS)
+end
+
 -- put replaces rows [s, e) (0-based, end exclusive) with lines whose fold
 -- levels are levels (a list, or one value for all) and highlights hls (a
--- group per line, or one group, or nil).
-local function put(chat, s, e, lines, levels, hls)
+-- group per line, or one group, or nil); streamed (a delta's write) makes
+-- the buffer unmodified soon rather than at once.
+local function put(chat, s, e, lines, levels, hls, streamed)
   local buf = chat.tbuf
   if not api.nvim_buf_is_valid(buf) then
     return
@@ -225,7 +270,11 @@ local function put(chat, s, e, lines, levels, hls)
   bufopt(buf, "modifiable", true)
   api.nvim_buf_set_lines(buf, s, e, false, lines)
   bufopt(buf, "modifiable", false)
-  bufopt(buf, "modified", false)
+  if streamed then
+    unmodified_soon(chat)
+  else
+    bufopt(buf, "modified", false)
+  end
   if hls then
     for i = 1, #lines do
       local g
@@ -299,7 +348,9 @@ end
 -- last (1-based): the write of most streamed deltas. Only the end of the
 -- line changes, so the fold levels stay as they are and nvim_buf_set_text
 -- touches nothing else (no read-back and rewrite of the line). A thinking
--- line's highlight already runs to the line's end, past the new text.
+-- line's highlight already runs to the line's end, past the new text. A
+-- following window whose cursor is already at the line's start keeps it:
+-- setting it again would only make Neovim validate the view once more.
 local function append_text(chat, last, text)
   local buf = chat.tbuf
   if not api.nvim_buf_is_valid(buf) then
@@ -310,9 +361,12 @@ local function append_text(chat, last, text)
   bufopt(buf, "modifiable", true)
   api.nvim_buf_set_text(buf, last - 1, col, last - 1, col, { text })
   bufopt(buf, "modifiable", false)
-  bufopt(buf, "modified", false)
+  unmodified_soon(chat)
   for _, w in ipairs(follow) do
-    pcall(api.nvim_win_set_cursor, w, { last, 0 })
+    local cur = api.nvim_win_get_cursor(w)
+    if cur[1] ~= last or cur[2] ~= 0 then
+      pcall(api.nvim_win_set_cursor, w, { last, 0 })
+    end
   end
 end
 
@@ -353,7 +407,7 @@ local function stream(chat, kind, key, delta)
     table.insert(lines, parts[i])
     table.insert(levels, level)
   end
-  put(chat, last - 1, last, lines, levels, hl)
+  put(chat, last - 1, last, lines, levels, hl, true)
   chat.r.fresh = false
 end
 
