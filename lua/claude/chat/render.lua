@@ -227,34 +227,10 @@ local function bufopt(buf, name, value)
   end
 end
 
--- UNMODIFY_MS is how soon after a streamed write the transcript is made
--- unmodified again. Setting 'modified' redraws the status line and winbar
--- of every window (its value does not matter), so resetting it at every
--- delta cost more than the delta's own write; a transcript is a scratch
--- buffer, which Neovim never shows as modified, nor refuses to quit.
-local UNMODIFY_MS = 100
-
--- unmodified_soon resets the transcript's 'modified' once UNMODIFY_MS
--- have passed since the first write after the last reset.
-local function unmodified_soon(chat)
-  if chat.r.unmodify then
-    return
-  end
-  chat.r.unmodify = true
-  vim.defer_fn(function()
-    chat.r.unmodify = false
-    local buf = chat.tbuf
-    if api.nvim_buf_is_valid(buf) and vim.bo[buf].modified then
-      bufopt(buf, "modified", false)
-    end
-  end, UNMODIFY_MS)
-end
-
 -- put replaces rows [s, e) (0-based, end exclusive) with lines whose fold
 -- levels are levels (a list, or one value for all) and highlights hls (a
--- group per line, or one group, or nil); streamed (a delta's write) makes
--- the buffer unmodified soon rather than at once.
-local function put(chat, s, e, lines, levels, hls, streamed)
+-- group per line, or one group, or nil).
+local function put(chat, s, e, lines, levels, hls)
   local buf = chat.tbuf
   if not api.nvim_buf_is_valid(buf) then
     return
@@ -270,11 +246,7 @@ local function put(chat, s, e, lines, levels, hls, streamed)
   bufopt(buf, "modifiable", true)
   api.nvim_buf_set_lines(buf, s, e, false, lines)
   bufopt(buf, "modifiable", false)
-  if streamed then
-    unmodified_soon(chat)
-  else
-    bufopt(buf, "modified", false)
-  end
+  bufopt(buf, "modified", false)
   if hls then
     for i = 1, #lines do
       local g
@@ -348,9 +320,7 @@ end
 -- last (1-based): the write of most streamed deltas. Only the end of the
 -- line changes, so the fold levels stay as they are and nvim_buf_set_text
 -- touches nothing else (no read-back and rewrite of the line). A thinking
--- line's highlight already runs to the line's end, past the new text. A
--- following window whose cursor is already at the line's start keeps it:
--- setting it again would only make Neovim validate the view once more.
+-- line's highlight already runs to the line's end, past the new text.
 local function append_text(chat, last, text)
   local buf = chat.tbuf
   if not api.nvim_buf_is_valid(buf) then
@@ -361,12 +331,9 @@ local function append_text(chat, last, text)
   bufopt(buf, "modifiable", true)
   api.nvim_buf_set_text(buf, last - 1, col, last - 1, col, { text })
   bufopt(buf, "modifiable", false)
-  unmodified_soon(chat)
+  bufopt(buf, "modified", false)
   for _, w in ipairs(follow) do
-    local cur = api.nvim_win_get_cursor(w)
-    if cur[1] ~= last or cur[2] ~= 0 then
-      pcall(api.nvim_win_set_cursor, w, { last, 0 })
-    end
+    pcall(api.nvim_win_set_cursor, w, { last, 0 })
   end
 end
 
@@ -407,7 +374,7 @@ local function stream(chat, kind, key, delta)
     table.insert(lines, parts[i])
     table.insert(levels, level)
   end
-  put(chat, last - 1, last, lines, levels, hl, true)
+  put(chat, last - 1, last, lines, levels, hl)
   chat.r.fresh = false
 end
 
