@@ -59,8 +59,7 @@ type diagEntry struct {
 	path string
 	real string // path with symlinks resolved, "" when the same
 	list []byte // the diagnostics as a JSON array
-	item []byte // {"uri":…,"diagnostics":…}
-	esc  []byte // item escaped as the text of a tool result (mcp.AppendEscaped)
+	esc  []byte // {"uri":…,"diagnostics":…} escaped as the text of a tool result (mcp.AppendEscaped)
 }
 
 // diagChange is one diagnostics_changed notification to send to the CLIs.
@@ -119,8 +118,8 @@ func (d *diagCache) apply(p diagPush) []diagChange {
 		if !ok {
 			continue // outside the far↔local mapping: the CLI cannot name it
 		}
-		e.item = diagItem(uri, e.list)
-		e.esc = mcp.AppendEscaped(make([]byte, 0, len(e.item)+len(e.item)/4), string(e.item))
+		item := diagItem(uri, e.list)
+		e.esc = mcp.AppendEscaped(make([]byte, 0, len(item)+len(item)/4), string(item))
 		entries[i] = e
 	}
 
@@ -210,25 +209,36 @@ func (d *diagCache) remove(bufnr int, e *diagEntry) {
 	}
 }
 
-// allEscaped is all() escaped as a tool result's text (mcp.AppendEscaped):
-// made from the entries' escaped parts ("[", "," and "]" escape as
-// themselves) and kept until the next change. The bytes returned are never
-// changed afterwards.
+// sorted is every entry, by path, and the generation it was taken at.
+func (d *diagCache) sorted() ([]*diagEntry, uint64) {
+	d.mu.Lock()
+	entries := make([]*diagEntry, 0, len(d.byBuf))
+	for _, e := range d.byBuf {
+		entries = append(entries, e)
+	}
+	gen := d.gen
+	d.mu.Unlock()
+	sort.Slice(entries, func(i, j int) bool { return entries[i].path < entries[j].path })
+	return entries, gen
+}
+
+// allEscaped is the getDiagnostics answer for every file with diagnostics,
+// sorted by path, escaped as a tool result's text (mcp.AppendEscaped): made
+// from the entries' escaped parts ("[", "," and "]" escape as themselves)
+// and kept until the next change. The bytes returned are never changed
+// afterwards.
 func (d *diagCache) allEscaped() []byte {
 	d.mu.Lock()
 	if d.answer != nil {
 		defer d.mu.Unlock()
 		return d.answer
 	}
-	gen := d.gen
-	entries := make([]*diagEntry, 0, len(d.byBuf))
+	d.mu.Unlock()
+	entries, gen := d.sorted()
 	size := 2
-	for _, e := range d.byBuf {
-		entries = append(entries, e)
+	for _, e := range entries {
 		size += len(e.esc) + 1
 	}
-	d.mu.Unlock()
-	sort.Slice(entries, func(i, j int) bool { return entries[i].path < entries[j].path })
 	b := make([]byte, 0, size)
 	b = append(b, '[')
 	for i, e := range entries {
@@ -244,31 +254,6 @@ func (d *diagCache) allEscaped() []byte {
 	}
 	d.mu.Unlock()
 	return b
-}
-
-// all is the getDiagnostics answer for every file with diagnostics, sorted
-// by path.
-func (d *diagCache) all() string {
-	d.mu.Lock()
-	entries := make([]*diagEntry, 0, len(d.byBuf))
-	size := 2
-	for _, e := range d.byBuf {
-		entries = append(entries, e)
-		size += len(e.item) + 1
-	}
-	d.mu.Unlock()
-	sort.Slice(entries, func(i, j int) bool { return entries[i].path < entries[j].path })
-	var b strings.Builder
-	b.Grow(size)
-	b.WriteByte('[')
-	for i, e := range entries {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.Write(e.item)
-	}
-	b.WriteByte(']')
-	return b.String()
 }
 
 // forPath is the getDiagnostics answer for one file: its diagnostics under

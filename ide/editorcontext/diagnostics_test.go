@@ -91,23 +91,12 @@ func TestDiagCache(t *testing.T) {
 		if got != s.changes {
 			t.Fatalf("step %d: notifications %q, want %q", i+1, got, s.changes)
 		}
-		var files []struct {
-			URI         string       `json:"uri"`
-			Diagnostics []diagnostic `json:"diagnostics"`
-		}
-		if err := json.Unmarshal([]byte(d.all()), &files); err != nil {
+		all, err := summary(t, d.all(), ":")
+		if err != nil {
 			t.Fatalf("step %d: all() is not JSON: %v", i+1, err)
 		}
-		var all []string
-		for _, f := range files {
-			var msgs []string
-			for _, dd := range f.Diagnostics {
-				msgs = append(msgs, dd.Message)
-			}
-			all = append(all, strings.TrimPrefix(f.URI, "file://")+":"+strings.Join(msgs, ","))
-		}
-		if strings.Join(all, " ") != s.all {
-			t.Fatalf("step %d: all() = %q, want %q", i+1, strings.Join(all, " "), s.all)
+		if all != s.all {
+			t.Fatalf("step %d: all() = %q, want %q", i+1, all, s.all)
 		}
 	}
 }
@@ -193,23 +182,12 @@ func TestDiagCacheEscapedAnswer(t *testing.T) {
 			if err := json.Unmarshal([]byte(`"`+string(got)+`"`), &text); err != nil {
 				t.Fatalf("%s: %v", st.name, err)
 			}
-			var files []struct {
-				URI         string       `json:"uri"`
-				Diagnostics []diagnostic `json:"diagnostics"`
-			}
-			if err := json.Unmarshal([]byte(text), &files); err != nil {
+			files, err := summary(t, text, "=")
+			if err != nil {
 				t.Fatalf("%s: %v in %s", st.name, err, text)
 			}
-			var out []string
-			for _, f := range files {
-				var msgs []string
-				for _, dd := range f.Diagnostics {
-					msgs = append(msgs, dd.Message)
-				}
-				out = append(out, strings.TrimPrefix(f.URI, "file://")+"="+strings.Join(msgs, ","))
-			}
-			if got := strings.Join(out, " "); got != st.want {
-				t.Fatalf("%s: answer %q, want %q", st.name, got, st.want)
+			if files != st.want {
+				t.Fatalf("%s: answer %q, want %q", st.name, files, st.want)
 			}
 		}
 	}
@@ -217,6 +195,40 @@ func TestDiagCacheEscapedAnswer(t *testing.T) {
 
 // mcpEscaped is s as mcp escapes a tool result's text.
 func mcpEscaped(s string) string { return string(mcp.AppendEscaped(nil, s)) }
+
+// all is the answer for every file made afresh from the entries (not the
+// kept answer): their escaped parts unescaped, joined.
+func (d *diagCache) all() string {
+	entries, _ := d.sorted()
+	parts := make([]string, len(entries))
+	for i, e := range entries {
+		if err := json.Unmarshal([]byte(`"`+string(e.esc)+`"`), &parts[i]); err != nil {
+			panic(err)
+		}
+	}
+	return "[" + strings.Join(parts, ",") + "]"
+}
+
+// summary lists the files of a getDiagnostics answer as path<sep>messages.
+func summary(t *testing.T, text, sep string) (string, error) {
+	t.Helper()
+	var files []struct {
+		URI         string       `json:"uri"`
+		Diagnostics []diagnostic `json:"diagnostics"`
+	}
+	if err := json.Unmarshal([]byte(text), &files); err != nil {
+		return "", err
+	}
+	var out []string
+	for _, f := range files {
+		var msgs []string
+		for _, dd := range f.Diagnostics {
+			msgs = append(msgs, dd.Message)
+		}
+		out = append(out, strings.TrimPrefix(f.URI, "file://")+sep+strings.Join(msgs, ","))
+	}
+	return strings.Join(out, " "), nil
+}
 
 func TestDiagCacheWait(t *testing.T) {
 	d := newDiagCache(nil)
