@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nvim-claude/nvim-claude/internal/testhome"
 	"github.com/nvim-claude/nvim-claude/nvimbridge/nvimtest"
 )
 
@@ -166,7 +167,7 @@ func installRun(t *testing.T, root, mode string, env ...string) (string, error) 
 	cmd := exec.CommandContext(ctx, nvimtest.Bin(t), "--headless", "-u", "NONE", "-i", "NONE", "-n",
 		"--cmd", rtpPrepend,
 		"-c", fmt.Sprintf("lua local ok, e = pcall(function() require('claude.install').main(%q) end) if not ok then io.stdout:write(tostring(e)) vim.cmd('cquit 2') end", mode))
-	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir(), "XDG_DATA_HOME="+t.TempDir(), "NVIM_CLAUDE_ROOT="+root)
+	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+testhome.ConfigHome(t), "XDG_DATA_HOME="+t.TempDir(), "NVIM_CLAUDE_ROOT="+root)
 	cmd.Env = append(cmd.Env, env...)
 	out, err := cmd.CombinedOutput()
 	return strings.TrimSpace(string(out)), err
@@ -437,7 +438,7 @@ func TestClaudeInstallCommand(t *testing.T) {
 		"-c", `lua vim.wait(60000, function() return #_G.notes >= 4 end, 20) vim.env.NVIM_CLAUDE_RELEASE_URL = vim.env.UNSIGNED_URL vim.cmd("ClaudeInstall download")`,
 		"-c", `lua vim.wait(60000, function() return #_G.notes >= 6 end, 20) io.stdout:write(vim.json.encode({ returned = _G.returned, notes = _G.notes }))`,
 		"-c", "qa!")
-	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir(), "XDG_DATA_HOME="+t.TempDir(), "NVIM_CLAUDE_RELEASE_URL="+base+"/r", "NVIM_CLAUDE_ROOT="+root, "UNSIGNED_URL="+base+"/unsigned")
+	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+testhome.ConfigHome(t), "XDG_DATA_HOME="+t.TempDir(), "NVIM_CLAUDE_RELEASE_URL="+base+"/r", "NVIM_CLAUDE_ROOT="+root, "UNSIGNED_URL="+base+"/unsigned")
 	cmd.Env = append(cmd.Env, key.env()...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -560,7 +561,7 @@ func TestInstallBuildsWithGo(t *testing.T) {
 			defer cancel()
 			cmd := exec.CommandContext(ctx, nvimtest.Bin(t), "--headless", "-u", "NONE", "-i", "NONE", "-n", "--cmd", rtpPrepend,
 				"-c", fmt.Sprintf(`lua local ok, msg = require("claude.install").run_sync({ mode = "build", root = %q, dest = %q }) io.stdout:write(tostring(ok), " ", msg) vim.cmd("qa!")`, root, dest))
-			cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir(), "XDG_DATA_HOME="+t.TempDir(), "NVIM_CLAUDE_ROOT="+root, "GO="+tt.goPath)
+			cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+testhome.ConfigHome(t), "XDG_DATA_HOME="+t.TempDir(), "NVIM_CLAUDE_ROOT="+root, "GO="+tt.goPath)
 			out, err := cmd.CombinedOutput()
 			if err != nil {
 				t.Fatalf("nvim: %v\n%s", err, out)
@@ -698,7 +699,7 @@ vim.cmd("qa!")
 	defer cancel()
 	cmd := exec.CommandContext(ctx, nvimtest.Bin(t), "--headless", "-u", "NONE", "-i", "NONE", "-n",
 		"--cmd", rtpPrepend, "-c", "luafile "+driver)
-	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir(), "XDG_DATA_HOME="+t.TempDir(), "NVIM_CLAUDE_ROOT="+root, "TEST_BIN="+bin)
+	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+testhome.ConfigHome(t), "XDG_DATA_HOME="+t.TempDir(), "NVIM_CLAUDE_ROOT="+root, "TEST_BIN="+bin)
 	cmd.Env = append(cmd.Env, env...)
 	out, err := cmd.CombinedOutput()
 	i := strings.LastIndex(string(out), "\n@@")
@@ -780,7 +781,7 @@ func TestBuildLuaProgress(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, nvimtest.Bin(t), "--headless", "-u", "NONE", "-i", "NONE", "-n",
 		"--cmd", rtpPrepend, "-c", "luafile "+filepath.Join(root, "build.lua"), "-c", "qa!")
-	cmd.Env = append(os.Environ(), append(env, "XDG_CONFIG_HOME="+t.TempDir(), "XDG_DATA_HOME="+t.TempDir(), "NVIM_CLAUDE_ROOT="+root)...)
+	cmd.Env = append(os.Environ(), append(env, "XDG_CONFIG_HOME="+testhome.ConfigHome(t), "XDG_DATA_HOME="+t.TempDir(), "NVIM_CLAUDE_ROOT="+root)...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("nvim: %v\n%s", err, out)
@@ -810,7 +811,7 @@ func TestMissingHostSaysInstall(t *testing.T) {
 		"-c", "silent! ClaudeStart",
 		"-c", `lua vim.wait(5000, function() return #_G.notes > 0 end, 20) io.stdout:write(vim.json.encode(_G.notes))`,
 		"-c", "qa!")
-	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir(), "XDG_DATA_HOME="+t.TempDir(), "NVIM_CLAUDE_ROOT="+root)
+	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+testhome.ConfigHome(t), "XDG_DATA_HOME="+t.TempDir(), "NVIM_CLAUDE_ROOT="+root)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("nvim: %v\n%s", err, out)
@@ -892,7 +893,7 @@ func TestInstallBuildIgnoresGoWork(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, nvimtest.Bin(t), "--headless", "-u", "NONE", "-i", "NONE", "-n", "--cmd", rtpPrepend,
 		"-c", fmt.Sprintf(`lua local ok, msg = require("claude.install").run_sync({ mode = "build", root = %q, dest = %q }) io.stdout:write(tostring(ok), " ", msg) vim.cmd("qa!")`, root, dest))
-	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir(), "XDG_DATA_HOME="+t.TempDir(), "NVIM_CLAUDE_ROOT="+root, "GOWORK="+foreignWork(t))
+	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+testhome.ConfigHome(t), "XDG_DATA_HOME="+t.TempDir(), "NVIM_CLAUDE_ROOT="+root, "GOWORK="+foreignWork(t))
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.HasPrefix(string(out), "true") {
 		t.Fatalf("build with a foreign go.work: %v\n%s", err, out)
@@ -950,7 +951,7 @@ func TestClaudeInstallShowsOutputSafely(t *testing.T) {
 		"-c", "ClaudeInstall build",
 		"-c", `lua vim.wait(60000, function() return #_G.notes >= 2 end, 20) io.stdout:write("\n@@", vim.json.encode(_G.notes))`,
 		"-c", "qa!")
-	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir(), "XDG_DATA_HOME="+t.TempDir(), "NVIM_CLAUDE_ROOT="+root, "GO="+goStub)
+	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+testhome.ConfigHome(t), "XDG_DATA_HOME="+t.TempDir(), "NVIM_CLAUDE_ROOT="+root, "GO="+goStub)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("nvim: %v\n%s", err, out)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nvim-claude/nvim-claude/internal/testhome"
 )
 
 // TestMakeRun: `make run DIR=<project>` opens Neovim in that project with
@@ -33,6 +35,8 @@ func TestMakeRun(t *testing.T) {
 		}
 	}
 	home := t.TempDir()
+	// make builds the host with go, which writes under $HOME/.config
+	testhome.QuietGo(t, filepath.Join(home, ".config"))
 	project := filepath.Join(home, "src", "app")
 	if err := os.MkdirAll(project, 0o755); err != nil {
 		t.Fatal(err)
