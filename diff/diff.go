@@ -62,6 +62,10 @@ type diffSession struct {
 	client  string // the connection that asked: it alone gets the answer
 	file    string
 	answer  chan verdict.Verdict // buffered 1: the first answer wins
+	// shown: Neovim has opened its windows and the review, finding it
+	// still pending, waits for its answer; whoever ends it from then on
+	// closes them (guarded by Reviews.mu).
+	shown bool
 }
 
 // resolve hands the session its answer unless it has one already.
@@ -226,11 +230,15 @@ func (c *Reviews) handleDecision(ctx context.Context, raw json.RawMessage) (any,
 	return nvimbridge.DiffDecisionReply{Pending: true}, nil
 }
 
-// pending reports whether the session with this id still waits for its
-// answer (nobody took it).
-func (c *Reviews) pending(id string) bool {
+// markShown records that s's windows are open and reports whether s still
+// waits for its answer (nobody took it); if not, it was ended while its
+// windows were opening and they are the caller's to close.
+func (c *Reviews) markShown(s *diffSession) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	_, ok := c.open[id]
-	return ok
+	if c.open[s.id] != s {
+		return false
+	}
+	s.shown = true
+	return true
 }

@@ -25,7 +25,10 @@ func TestDiffDecisionAfterHostEnded(t *testing.T) {
 		"-> "+diffOpenCall(1, "$FILE", diffTab, "changed\n"),
 		`?? #require("claude.diff").pending() == 1`,
 	))
-	// What closeAllDiffTabs does, minus telling Lua.
+	// What closeAllDiffTabs does, minus telling Lua, once the review waits
+	// with the windows open: ended earlier, the review closes them itself
+	// (TestOpenDiffEndedWhileOpening), and Lua hears.
+	waitShown(t, h.diffComponent(t), 1)
 	for _, s := range h.diffComponent(t).take(func(*diffSession) bool { return true }) {
 		s.resolve(verdict.Verdict{Text: verdict.Rejected})
 	}
@@ -37,6 +40,28 @@ func TestDiffDecisionAfterHostEnded(t *testing.T) {
 	))
 	if b, _ := os.ReadFile(filepath.Join(h.dir, "main.txt")); string(b) != diffMainText {
 		t.Fatalf("main.txt was written: %q", b)
+	}
+}
+
+// waitShown waits until n of c's diffs are shown: open in Neovim, with
+// their review waiting for the answer.
+func waitShown(t *testing.T, c *Reviews, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		c.mu.Lock()
+		k := 0
+		for _, s := range c.open {
+			if s.shown {
+				k++
+			}
+		}
+		c.mu.Unlock()
+		if k >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d diffs shown after 30 s", k, n)
+		}
 	}
 }
 

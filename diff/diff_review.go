@@ -92,7 +92,7 @@ func (p *pendingReview) Wait(ctx context.Context) (verdict.Verdict, error) {
 	}
 	c.log.Info("diff opened", "id", s.id, "tab", r.TabName, "file", r.NewPath,
 		"proposal_buf", view.ProposalBuf, "modified", view.Modified, "new_file", view.NewFile)
-	if !c.pending(s.id) {
+	if !c.markShown(s) {
 		// close_tab or closeAllDiffTabs ended the session while Neovim was
 		// still opening its windows: their close found nothing to close,
 		// so these windows are ours to close (closing twice is harmless).
