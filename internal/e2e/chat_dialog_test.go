@@ -98,6 +98,9 @@ func TestChatDialogRefusalFallback(t *testing.T) {
 	s.feed(t, "d")
 	s.waitTranscript(t, id, "✗ dismissed")
 	s.WaitFor(t, 10*time.Second, `#require("claude.chat").get(`+jsonOf(id)+`).pending == 0`, "", "no prompt waiting")
+	// the script logs the answer before it ends the turn: once the turn
+	// ends, the log holds it (Lua drops the prompt as it sends, sooner)
+	s.waitTurns(t, 2)
 	if l := hostLines(); !strings.Contains(l, `"request_id":"dlg2","response":{"behavior":"cancelled"}`) {
 		t.Fatalf("the CLI read no dismissal:\n%s", l)
 	}
