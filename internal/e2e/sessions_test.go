@@ -7,10 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nvim-claude/nvim-claude/nvimbridge/nvimtest"
 )
 
 // Several terminals with a stand-in CLI: each is a session; the panel's
@@ -18,7 +22,10 @@ import (
 // cannot start leaves an exited session, not an idle one forever.
 func TestSessionsTerminals(t *testing.T) {
 	script := filepath.Join(t.TempDir(), "fake-claude")
-	if err := os.WriteFile(script, []byte("#!/bin/sh\necho READY\necho \"ARGS: $*\"\nexec sleep 600\n"), 0o755); err != nil {
+	// each start says its pid and arguments in argsLog too: the test reads
+	// them there, not off a terminal's screen, which may not be drawn yet
+	argsLog := script + ".args"
+	if err := os.WriteFile(script, []byte(fmt.Sprintf("#!/bin/sh\necho READY\necho \"ARGS: $*\"\necho \"$$ $*\" >> '%s'\nexec sleep 600\n", argsLog)), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	e := startEditor(t, editorOpts{extra: fmt.Sprintf(`, terminal_cmd = { %q }`, script)})
@@ -97,8 +104,17 @@ func TestSessionsTerminals(t *testing.T) {
 		t.Fatalf("the handover started no terminal: %+v; notes %+v", resumed, e.notes(t))
 	}
 	killOnCleanup(t, resumed.PID)
-	e.WaitFor(t, 10*time.Second, fmt.Sprintf(`table.concat(vim.api.nvim_buf_get_lines(%d, 0, -1, false), ""):find("--resume abc", 1, true) ~= nil`, resumed.Bufnr),
-		fmt.Sprintf(`return vim.api.nvim_buf_get_lines(%d, 0, -1, false)`, resumed.Bufnr), "the resumed terminal's CLI to get --resume")
+	for deadline := time.Now().Add(10 * time.Second * nvimtest.Slack); ; time.Sleep(50 * time.Millisecond) {
+		b, _ := os.ReadFile(argsLog)
+		if slices.ContainsFunc(strings.Split(string(b), "\n"), func(l string) bool {
+			return strings.HasPrefix(l, strconv.Itoa(resumed.PID)+" ") && strings.Contains(l, " --resume abc")
+		}) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the resumed terminal's CLI (pid %d) did not get --resume abc; started: %q; its screen:\n%s", resumed.PID, b, e.Lines(t, resumed.Bufnr))
+		}
+	}
 	// (every terminal's layer is a private file: its HTTP hooks carry the
 	// host's token; one of them carries the user's settings too)
 	all, _ := filepath.Glob(filepath.Join(os.TempDir(), fmt.Sprintf("nvim-claude-settings-%d-*", e.hostPID(t)), "*.json"))
