@@ -18,6 +18,7 @@ import (
 
 	"github.com/nvim-claude/nvim-claude/internal/clienv"
 	"github.com/nvim-claude/nvim-claude/internal/fakeapi"
+	"github.com/nvim-claude/nvim-claude/nvimbridge/nvimtest"
 	"github.com/nvim-claude/nvim-claude/remote"
 	"github.com/nvim-claude/nvim-claude/remote/sshtest"
 )
@@ -404,7 +405,12 @@ remote = { container = %q, bin = %q, claude = %q, config_dir = %q, map = { remot
 	if l := readLock(t, farLock); len(l.WorkspaceFolders) != 1 || l.WorkspaceFolders[0] != rt.Far {
 		t.Fatalf("far lock %+v", l)
 	}
+	// the terminal's job is started before the stand-in has logged its
+	// call: wait for the third call (or fail on what came)
 	calls := rt.Calls(t)
+	for deadline := time.Now().Add(10 * time.Second * nvimtest.Slack); len(calls) < 3 && time.Now().Before(deadline); calls = rt.Calls(t) {
+		time.Sleep(50 * time.Millisecond)
+	}
 	layer := filepath.Join(env.ConfigDir, "ide", "nvim-claude-"+strconv.Itoa(rs.Port), "t1.json")
 	want := fmt.Sprintf("exec -i -t -w %s -e CLAUDE_CODE_SSE_PORT=%d -e CLAUDE_CONFIG_DIR=%s -e ENABLE_IDE_INTEGRATION=true -- %s %s --permission-mode default --settings %s",
 		rt.Far, rs.Port, env.ConfigDir, rt.Name, wrapper, layer)
