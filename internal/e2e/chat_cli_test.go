@@ -230,8 +230,7 @@ func TestChatCLIInlineAllowAndAlways(t *testing.T) {
 		fakeapi.Reply(fakeapi.Text("Both done.")),
 	)
 	s.send(t, "1", "shout twice")
-	s.waitPermission(t, "1", 1)
-	s.focus(t, "1", "t")
+	s.waitEditPrompt(t)
 	s.feed(t, "s")
 	s.waitFile(t, file, "ALPHA\nbeta\nGAMMA\n")
 	s.waitTranscript(t, "1", "Both done.")
@@ -248,14 +247,26 @@ func TestChatCLIInlineAllowAndAlways(t *testing.T) {
 	}
 }
 
+// waitEditPrompt waits for chat 1's Edit prompt and its diff review, then
+// puts the cursor on the prompt (]p) in the transcript, where its keys
+// answer it. (The line saying the review is open comes after the prompt:
+// a key pressed before it could find the cursor below the prompt, which
+// then answers nothing.)
+func (s *chatSession) waitEditPrompt(t *testing.T) {
+	t.Helper()
+	s.waitPermission(t, "1", 1)
+	s.waitTranscript(t, "1", "diff review is open")
+	s.focus(t, "1", "t")
+	s.feed(t, "]p")
+}
+
 func TestChatCLIDenyWithReason(t *testing.T) {
 	s := startChatSession(t, map[string]string{"hello.txt": chatFileText}, "")
 	file := filepath.Join(s.project, "hello.txt")
 	s.scriptEdit(file, "beta", "BETA", "Understood.")
 	s.send(t, "1", "make beta loud")
-	s.waitPermission(t, "1", 1)
+	s.waitEditPrompt(t)
 	s.Exec(t, `_G.inputs = { "keep it lowercase please" }`)
-	s.focus(t, "1", "t")
 	s.feed(t, "d")
 	r := s.mainRequestWith(t, "keep it lowercase please")
 	found := false
