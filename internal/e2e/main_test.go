@@ -6,6 +6,7 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -154,7 +155,11 @@ func waitGone(t *testing.T, pid int, what string) {
 	deadline := time.Now().Add(10 * nvimtest.Slack * time.Second)
 	for alive(pid) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s (pid %d) still running", what, pid)
+			// what it is now (state, parent; its command line) tells a
+			// process that hangs from one that took the pid over
+			stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			t.Fatalf("%s (pid %d) still running: %.300s; %q", what, pid, stat, bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
