@@ -249,13 +249,14 @@ func TestChatCLIInlineAllowAndAlways(t *testing.T) {
 
 // waitEditPrompt waits for chat 1's Edit prompt and its diff review, then
 // puts the cursor on the prompt (]p) in the transcript, where its keys
-// answer it. (The line saying the review is open comes after the prompt:
-// a key pressed before it could find the cursor below the prompt, which
-// then answers nothing.)
+// answer it. (The review's windows open after the prompt shows, and take
+// the cursor: a key pressed before they are open can land in the
+// proposal, where it answers nothing.)
 func (s *chatSession) waitEditPrompt(t *testing.T) {
 	t.Helper()
 	s.waitPermission(t, "1", 1)
 	s.waitTranscript(t, "1", "diff review is open")
+	s.WaitFor(t, 30*time.Second, `#require("claude.diff").pending() == 1`, `return require("claude.diff").pending()`, "the diff review")
 	s.focus(t, "1", "t")
 	s.feed(t, "]p")
 }
